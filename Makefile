@@ -1,0 +1,58 @@
+# jsonb_ttl: `make run` starts a local cluster with the worker and demo data; `make test` runs
+# every test layer. Both install whatever is missing first (scripts/install-deps.sh).
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+RUN_PORT  ?= 28815
+PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
+RUN_SOCK   = $(CURDIR)/build/run/sock
+
+.PHONY: deps test unit regress install install-release run stop bench fmt lint clean-clusters
+
+deps:
+	@scripts/install-deps.sh
+
+## make test: #[pg_test] + Rust unit/property tests, then pg_regress golden files.
+test: deps unit regress
+
+unit:
+	rm -rf $(CURDIR)/build/pgrx-test-data
+	mkdir -p $(CURDIR)/build
+	cargo pgrx test pg15 --runas postgres --pgdata $(CURDIR)/build/pgrx-test-data
+
+install:
+	cargo pgrx install --pg-config $(PG_CONFIG)
+
+install-release:
+	cargo pgrx install --release --pg-config $(PG_CONFIG)
+
+regress: install
+	tests/regress.sh
+
+## make run: a local cluster (build/run) with jsonb_ttl preloaded and the demo loaded.
+run: deps install-release
+	scripts/cluster.sh start run $(RUN_PORT)
+	$(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d postgres -qAt \
+	  -c "SELECT 1 FROM pg_database WHERE datname = 'demo'" | grep -q 1 || \
+	  $(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d postgres -qc "CREATE DATABASE demo"
+	$(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d demo -v ON_ERROR_STOP=1 -f sql/demo.sql
+	@echo
+	@echo "jsonb_ttl is running. Connect with:"
+	@echo "  $(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres demo"
+	@echo "  (or: psql -h 127.0.0.1 -p $(RUN_PORT) -U postgres demo)"
+	@echo "Stop it with: make stop"
+
+stop:
+	scripts/cluster.sh stop run
+
+## make bench: performance figures as ratios against baselines measured in the same run.
+bench: deps install-release
+	bench/run.sh
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets --features "pg15 pg_test" -- -D warnings
+
+clean-clusters:
+	for c in run regress bench e2e; do scripts/cluster.sh destroy $$c; done

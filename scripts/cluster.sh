@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster with jsonb_ttl preloaded, run as the postgres user.
+#   scripts/cluster.sh start NAME PORT [extra postgresql.conf lines...]
+#   scripts/cluster.sh stop NAME
+#   scripts/cluster.sh destroy NAME
+# Data, socket and log live under build/NAME/. The server listens on the Unix socket in
+# build/NAME/sock and on 127.0.0.1:PORT, nowhere else.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PGBIN=$(/usr/lib/postgresql/15/bin/pg_config --bindir)
+cmd=${1:?start|stop|destroy}
+name=${2:?cluster name}
+dir=$ROOT/build/$name
+as_pg() { runuser -u postgres -- "$@"; }
+
+case "$cmd" in
+start)
+  port=${3:?port}
+  shift 3
+  mkdir -p "$dir/sock"
+  chown postgres:postgres "$dir" "$dir/sock"
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    as_pg "$PGBIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
+    {
+      echo "listen_addresses = '127.0.0.1'"
+      echo "port = $port"
+      echo "unix_socket_directories = '$dir/sock'"
+      echo "shared_preload_libraries = 'jsonb_ttl'"
+      echo "max_worker_processes = 16"
+      echo "fsync = off"
+      echo "log_line_prefix = '%m [%p] %b %d '"
+      for line in "$@"; do echo "$line"; done
+    } >>"$dir/data/postgresql.conf"
+  fi
+  as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+  ;;
+stop)
+  [ -f "$dir/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+  true
+  ;;
+destroy)
+  "$0" stop "$name"
+  rm -rf "$dir"
+  ;;
+*)
+  echo "usage: $0 start|stop|destroy NAME [PORT]" >&2
+  exit 2
+  ;;
+esac

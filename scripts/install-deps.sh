@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing jsonb_ttl needs on Debian bookworm, and nothing twice:
+# PostgreSQL 15 with its server headers, sudo (for `cargo pgrx test --runas`), libclang (bindgen),
+# cargo-pgrx 0.18.0, and pgrx's configuration pointing at Debian's pg_config.
+set -euo pipefail
+
+PGRX_VERSION=0.18.0
+PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo libclang-dev clang pkg-config)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$(cargo pgrx --version 2>/dev/null)" != "cargo-pgrx $PGRX_VERSION" ]; then
+  echo "install-deps: installing cargo-pgrx $PGRX_VERSION (a few minutes)"
+  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+fi
+
+PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
+if ! grep -qs "^pg15 = \"$PG_CONFIG\"" "$PGRX_HOME/config.toml"; then
+  echo "install-deps: cargo pgrx init --pg15 $PG_CONFIG"
+  cargo pgrx init --pg15 "$PG_CONFIG"
+fi

@@ -1,0 +1,124 @@
+//! `ttl_timestamp` and `ttl_is_datestring`: the SQL face of the parser.
+//!
+//! All three are IMMUTABLE, STRICT and PARALLEL SAFE, and never raise on any jsonb input, so
+//! they can key an expression index. Only a bad `numeric_unit` argument raises.
+
+use crate::jsonb_scalar::JsonbRef;
+use crate::parse::{self, NumericUnit};
+use pgrx::prelude::*;
+use pgrx::{PgSqlErrorCode, pg_sys::panic::ErrorReport};
+
+fn to_timestamptz(micros: Option<i64>) -> Option<TimestampWithTimeZone> {
+    micros.and_then(|m| TimestampWithTimeZone::try_from(m).ok())
+}
+
+/// The point in time a jsonb value holds; JSON numbers are Unix seconds.
+#[pg_extern(immutable, strict, parallel_safe, name = "ttl_timestamp")]
+fn ttl_timestamp(value: JsonbRef) -> Option<TimestampWithTimeZone> {
+    to_timestamptz(value.reference_time(NumericUnit::Seconds))
+}
+
+/// The point in time a jsonb value holds; JSON numbers are in `numeric_unit` ('s' or 'ms').
+#[pg_extern(immutable, strict, parallel_safe, name = "ttl_timestamp")]
+fn ttl_timestamp_unit(value: JsonbRef, numeric_unit: &str) -> Option<TimestampWithTimeZone> {
+    to_timestamptz(value.reference_time(numeric_unit_arg(numeric_unit)))
+}
+
+/// Reads a `numeric_unit` argument, raising 22023 with a HINT on anything else.
+pub fn numeric_unit_arg(name: &str) -> NumericUnit {
+    NumericUnit::from_name(name).unwrap_or_else(|| {
+        ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid numeric_unit {name:?}"),
+            "numeric_unit_arg",
+        )
+        .set_hint(format!("numeric_unit must be {}.", NumericUnit::ACCEPTED))
+        .report(PgLogLevel::ERROR);
+        unreachable!("ERROR does not return")
+    })
+}
+
+/// Whether a string is a date `ttl_timestamp` accepts (ArangoDB's IS_DATESTRING).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn ttl_is_datestring(value: &str) -> bool {
+    parse::is_datestring(value)
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    fn ts(sql: &str) -> Option<String> {
+        Spi::get_one::<String>(&format!(
+            "SELECT to_char(ttl_timestamp({sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')"
+        ))
+        .expect("query runs")
+    }
+
+    #[pg_test]
+    fn jsonb_values_table() {
+        #[rustfmt::skip]
+        let cases: &[(&str, Option<&str>)] = &[
+            ("'1550165973'::jsonb", Some("2019-02-14T17:39:33.000000")),
+            ("'1550165973.25'::jsonb", Some("2019-02-14T17:39:33.250000")),
+            ("'-5'::jsonb", None),
+            ("'\"2019-02-14T17:39:33.000Z\"'::jsonb", Some("2019-02-14T17:39:33.000000")),
+            ("'\"2019-05-27\"'::jsonb", Some("2019-05-27T00:00:00.000000")),
+            ("'\"2019-02-30\"'::jsonb", None),
+            ("'[\"2019-05-27\", 1550165973, \"junk\"]'::jsonb", Some("2019-02-14T17:39:33.000000")),
+            ("'[\"junk\", null]'::jsonb", None),
+            ("'[]'::jsonb", None),
+            ("'[[1550165973]]'::jsonb", None),
+            ("'[{\"$date\": 1550165973000}, \"2020-01-01\"]'::jsonb", Some("2019-02-14T17:39:33.000000")),
+            ("'{\"$date\": \"2019-02-14T17:39:33Z\"}'::jsonb", Some("2019-02-14T17:39:33.000000")),
+            ("'{\"$date\": 1550165973123}'::jsonb", Some("2019-02-14T17:39:33.123000")),
+            ("'{\"$date\": {\"$numberLong\": \"1550165973000\"}}'::jsonb", Some("2019-02-14T17:39:33.000000")),
+            ("'{\"$date\": {\"$numberLong\": 1550165973000}}'::jsonb", None),
+            ("'{\"$date\": 1, \"x\": 2}'::jsonb", None),
+            ("'{\"other\": 1550165973}'::jsonb", None),
+            ("'true'::jsonb", None),
+            ("'null'::jsonb", None),
+            ("'{}'::jsonb", None),
+            ("('{\"a\": {\"b\": \"2019-05-27T21:20:00+01:30\"}}'::jsonb -> 'a' -> 'b')", Some("2019-05-27T19:50:00.000000")),
+            ("'1e400'::jsonb", None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(ts(input).as_deref(), *expected, "input {input}");
+        }
+    }
+
+    #[pg_test]
+    fn milliseconds_unit() {
+        let got = Spi::get_one::<String>(
+            "SELECT to_char(ttl_timestamp('1550165973123', 'ms') AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')",
+        )
+        .unwrap();
+        assert_eq!(got.as_deref(), Some("2019-02-14 17:39:33.123"));
+    }
+
+    #[pg_test(error = "invalid numeric_unit \"us\"")]
+    fn bad_unit_raises() {
+        Spi::run("SELECT ttl_timestamp('1', 'us')").unwrap();
+    }
+
+    #[pg_test]
+    fn is_datestring() {
+        assert_eq!(Spi::get_one::<bool>("SELECT ttl_is_datestring('2019-05-27T21:20:00.123+01:30')"), Ok(Some(true)));
+        assert_eq!(Spi::get_one::<bool>("SELECT ttl_is_datestring('2019-02-30')"), Ok(Some(false)));
+        assert_eq!(Spi::get_one::<bool>("SELECT ttl_is_datestring(NULL)"), Ok(None));
+    }
+
+    #[pg_test]
+    fn declared_immutable_strict_parallel_safe() {
+        let bad = Spi::get_one::<i64>(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring') \
+             AND NOT (provolatile = 'i' AND proisstrict AND proparallel = 's')",
+        );
+        assert_eq!(bad, Ok(Some(0)));
+        let count = Spi::get_one::<i64>(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring')",
+        );
+        assert_eq!(count, Ok(Some(3)));
+    }
+}
