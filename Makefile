@@ -15,7 +15,8 @@ test: deps unit regress
 
 unit:
 	rm -rf $(CURDIR)/build/pgrx-test-data
-	mkdir -p $(CURDIR)/build
+	mkdir -p $(CURDIR)/build/pgrx-test-data
+	chown postgres: $(CURDIR)/build/pgrx-test-data
 	cargo pgrx test pg15 --runas postgres --pgdata $(CURDIR)/build/pgrx-test-data
 
 install:

@@ -6,7 +6,7 @@
 use crate::jsonb_scalar::JsonbRef;
 use crate::parse::{self, NumericUnit};
 use pgrx::prelude::*;
-use pgrx::{PgSqlErrorCode, pg_sys::panic::ErrorReport};
+use pgrx::{pg_sys::panic::ErrorReport, PgSqlErrorCode};
 
 fn to_timestamptz(micros: Option<i64>) -> Option<TimestampWithTimeZone> {
     micros.and_then(|m| TimestampWithTimeZone::try_from(m).ok())
@@ -104,9 +104,18 @@ mod tests {
 
     #[pg_test]
     fn is_datestring() {
-        assert_eq!(Spi::get_one::<bool>("SELECT ttl_is_datestring('2019-05-27T21:20:00.123+01:30')"), Ok(Some(true)));
-        assert_eq!(Spi::get_one::<bool>("SELECT ttl_is_datestring('2019-02-30')"), Ok(Some(false)));
-        assert_eq!(Spi::get_one::<bool>("SELECT ttl_is_datestring(NULL)"), Ok(None));
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT ttl_is_datestring('2019-05-27T21:20:00.123+01:30')"),
+            Ok(Some(true))
+        );
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT ttl_is_datestring('2019-02-30')"),
+            Ok(Some(false))
+        );
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT ttl_is_datestring(NULL)"),
+            Ok(None)
+        );
     }
 
     #[pg_test]

@@ -117,7 +117,10 @@ unsafe fn numeric_time(numeric: pg_sys::Numeric, unit: NumericUnit) -> Option<i6
         return None;
     }
     let text = unsafe { pg_sys::numeric_normalize(numeric) };
-    let result = unsafe { CStr::from_ptr(text) }.to_str().ok().and_then(|t| parse::parse_unix_number(t, unit));
+    let result = unsafe { CStr::from_ptr(text) }
+        .to_str()
+        .ok()
+        .and_then(|t| parse::parse_unix_number(t, unit));
     unsafe { pg_sys::pfree(text.cast()) };
     result
 }

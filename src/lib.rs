@@ -11,7 +11,7 @@ pub mod functions;
 pub mod jsonb_scalar;
 pub mod parse;
 
-::pgrx::pg_module_magic!();
+::pgrx::pg_module_magic!(name, version);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

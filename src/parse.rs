@@ -118,7 +118,9 @@ fn parse_exponent(bytes: &[u8]) -> Option<i32> {
     if digits.is_empty() || digits.len() > 4 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let value = digits.iter().fold(0i32, |acc, d| acc * 10 + (d - b'0') as i32);
+    let value = digits
+        .iter()
+        .fold(0i32, |acc, d| acc * 10 + (d - b'0') as i32);
     Some(if negative { -value } else { value })
 }
 
@@ -473,7 +475,11 @@ mod tests {
             ("0x10", Seconds, None),
         ];
         for (input, unit, expected) in cases {
-            assert_eq!(parse_unix_number(input, *unit), *expected, "input {input:?} {unit:?}");
+            assert_eq!(
+                parse_unix_number(input, *unit),
+                *expected,
+                "input {input:?} {unit:?}"
+            );
         }
     }
 
@@ -483,16 +489,31 @@ mod tests {
             parse_unix_integer_string("1550165973000", NumericUnit::Milliseconds),
             at("2019-02-14T17:39:33Z")
         );
-        assert_eq!(parse_unix_integer_string("-1000", NumericUnit::Milliseconds), None);
-        assert_eq!(parse_unix_integer_string("15.5", NumericUnit::Milliseconds), None);
-        assert_eq!(parse_unix_integer_string("", NumericUnit::Milliseconds), None);
-        assert_eq!(parse_unix_integer_string("1e3", NumericUnit::Milliseconds), None);
+        assert_eq!(
+            parse_unix_integer_string("-1000", NumericUnit::Milliseconds),
+            None
+        );
+        assert_eq!(
+            parse_unix_integer_string("15.5", NumericUnit::Milliseconds),
+            None
+        );
+        assert_eq!(
+            parse_unix_integer_string("", NumericUnit::Milliseconds),
+            None
+        );
+        assert_eq!(
+            parse_unix_integer_string("1e3", NumericUnit::Milliseconds),
+            None
+        );
     }
 
     #[test]
     fn units() {
         assert_eq!(NumericUnit::from_name("s"), Some(NumericUnit::Seconds));
-        assert_eq!(NumericUnit::from_name("ms"), Some(NumericUnit::Milliseconds));
+        assert_eq!(
+            NumericUnit::from_name("ms"),
+            Some(NumericUnit::Milliseconds)
+        );
         assert_eq!(NumericUnit::from_name("S"), None);
         assert_eq!(NumericUnit::from_name("us"), None);
     }
@@ -548,31 +569,59 @@ mod tests {
                 assert!((MIN_PG_MICROS..END_PG_MICROS).contains(&r));
             }
         }
-        assert!(accepted > 1000, "the generator should hit the grammar sometimes");
+        assert!(
+            accepted > 1000,
+            "the generator should hit the grammar sometimes"
+        );
     }
 
     /// Format random instants with random offsets and fraction widths, parse them back.
     #[test]
     fn round_trip_random_instants() {
         let mut rng = StdRng::seed_from_u64(42);
-        let lo = NaiveDate::from_ymd_opt(1, 1, 2).unwrap().and_hms_opt(0, 0, 0).unwrap();
-        let hi = NaiveDate::from_ymd_opt(9999, 12, 30).unwrap().and_hms_opt(0, 0, 0).unwrap();
-        let (lo, hi) = (lo.and_utc().timestamp_micros(), hi.and_utc().timestamp_micros());
+        let lo = NaiveDate::from_ymd_opt(1, 1, 2)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap();
+        let hi = NaiveDate::from_ymd_opt(9999, 12, 30)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap();
+        let (lo, hi) = (
+            lo.and_utc().timestamp_micros(),
+            hi.and_utc().timestamp_micros(),
+        );
         for _ in 0..1_000_000 {
             let micros = rng.gen_range(lo..hi);
-            let offset_secs = rng.gen_range(-(23 * 3600 + 59 * 60)..=(23 * 3600 + 59 * 60)) / 60 * 60;
+            let offset_secs =
+                rng.gen_range(-(23 * 3600 + 59 * 60)..=(23 * 3600 + 59 * 60)) / 60 * 60;
             let offset = FixedOffset::east_opt(offset_secs).unwrap();
             let instant = Utc.timestamp_micros(micros).unwrap().with_timezone(&offset);
             let digits = rng.gen_range(0..=6);
             let truncated = micros - micros.rem_euclid(10i64.pow(6 - digits));
-            let text = match (digits, rng.gen_range(0..3)) {
-                (0, _) => instant.format("%Y-%m-%dT%H:%M:%S%:z").to_string(),
-                (d, 0) => instant.format(&format!("%Y-%m-%dT%H:%M:%S%.{d}f%:z")).to_string(),
-                (d, 1) => instant.format(&format!("%Y-%m-%d %H:%M:%S%.{d}f%z")).to_string(),
-                (d, _) => instant
-                    .with_timezone(&Utc)
-                    .format(&format!("%Y-%m-%dT%H:%M:%S%.{d}fZ"))
-                    .to_string(),
+            let fraction = match digits {
+                0 => String::new(),
+                d => format!(
+                    ".{:0width$}",
+                    instant.timestamp_subsec_micros() / 10u32.pow(6 - d),
+                    width = d as usize
+                ),
+            };
+            let text = match rng.gen_range(0..3) {
+                0 => format!(
+                    "{}{fraction}{}",
+                    instant.format("%Y-%m-%dT%H:%M:%S"),
+                    instant.format("%:z")
+                ),
+                1 => format!(
+                    "{}{fraction}{}",
+                    instant.format("%Y-%m-%d %H:%M:%S"),
+                    instant.format("%z")
+                ),
+                _ => format!(
+                    "{}{fraction}Z",
+                    instant.with_timezone(&Utc).format("%Y-%m-%dT%H:%M:%S")
+                ),
             };
             assert_eq!(
                 parse_datestring(&text),

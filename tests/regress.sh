@@ -6,7 +6,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-PGXS=$(dirname "$($PG_CONFIG --pgxs)")/..
+PGXS=$($PG_CONFIG --pkglibdir)/pgxs
 NAME=regress
 PORT=${REGRESS_PORT:-28816}
 cd "$ROOT"
@@ -19,6 +19,9 @@ scripts/cluster.sh destroy "$NAME"
 trap 'scripts/cluster.sh destroy "$NAME"' EXIT
 scripts/cluster.sh start "$NAME" "$PORT"
 
+if [ "${REGRESS_ACCEPT:-0}" = 1 ]; then
+  for t in "${tests[@]}"; do touch "tests/pg_regress/expected/$t.out"; done
+fi
 out=build/regress-out
 rm -rf "$out" && mkdir -p "$out" && chmod 777 "$out"
 status=0
@@ -26,7 +29,7 @@ status=0
   --bindir="$($PG_CONFIG --bindir)" \
   --host="$ROOT/build/$NAME/sock" --port="$PORT" --user=postgres \
   --inputdir=tests/pg_regress --outputdir="$out" \
-  --dbname=jsonb_ttl_regress \
+  --dbname=jsonb_ttl_regress --load-extension=jsonb_ttl \
   "${tests[@]}" || status=$?
 if [ "${REGRESS_ACCEPT:-0}" = 1 ]; then
   mkdir -p tests/pg_regress/expected

@@ -1,7 +1,6 @@
 -- ttl_timestamp(jsonb) reads the point in time a JSON value holds.
 -- Every result below is shown in UTC; anything that is not a point in time gives NULL,
 -- never an error, so the function can key an index.
-CREATE EXTENSION jsonb_ttl;
 SET TimeZone = 'UTC';
 
 SELECT input, ttl_timestamp(input::jsonb) AS reference_time
