@@ -33,7 +33,8 @@ start)
       for line in "$@"; do echo "$line"; done
     } >>"$dir/data/postgresql.conf"
   fi
-  as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+  # No RUST_BACKTRACE in the server: error DETAILs stay free of Rust backtraces.
+  env -u RUST_BACKTRACE runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   ;;
 stop)
   [ -f "$dir/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null

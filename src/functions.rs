@@ -38,6 +38,14 @@ pub fn numeric_unit_arg(name: &str) -> NumericUnit {
     })
 }
 
+/// A number as a Unix time in `numeric_unit` ('s' or 'ms'): the reference time of a plain
+/// numeric column. Negative numbers give NULL, like JSON numbers.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn ttl_unix_timestamp(value: AnyNumeric, numeric_unit: &str) -> Option<TimestampWithTimeZone> {
+    let unit = numeric_unit_arg(numeric_unit);
+    to_timestamptz(parse::parse_unix_number(&value.to_string(), unit))
+}
+
 /// Whether a string is a date `ttl_timestamp` accepts (ArangoDB's IS_DATESTRING).
 #[pg_extern(immutable, strict, parallel_safe)]
 fn ttl_is_datestring(value: &str) -> bool {
@@ -121,13 +129,13 @@ mod tests {
     #[pg_test]
     fn declared_immutable_strict_parallel_safe() {
         let bad = Spi::get_one::<i64>(
-            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring') \
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp') \
              AND NOT (provolatile = 'i' AND proisstrict AND proparallel = 's')",
         );
         assert_eq!(bad, Ok(Some(0)));
         let count = Spi::get_one::<i64>(
-            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring')",
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp')",
         );
-        assert_eq!(count, Ok(Some(3)));
+        assert_eq!(count, Ok(Some(4)));
     }
 }

@@ -2,22 +2,49 @@
 //!
 //! Modules, bottom to top (no module imports one above it):
 //! - [`parse`]: the date-or-number grammar, pure Rust.
+//! - [`path`]: resolving a TTL index's path to a column and JSON keys, pure Rust.
 //! - [`jsonb_scalar`]: reading a jsonb datum in place.
-//! - [`functions`]: `ttl_timestamp`, `ttl_is_datestring`.
+//! - [`functions`]: `ttl_timestamp`, `ttl_unix_timestamp`, `ttl_is_datestring`.
+//! - [`gucs`]: every GUC.
+//! - [`owner`]: running code as another role.
+//! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
+//! - [`deleter`]: batched, re-checked deletes for one TTL index.
+//! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`.
 
 use pgrx::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+pub mod api;
+pub mod catalog;
+pub mod deleter;
 pub mod functions;
+pub mod gucs;
 pub mod jsonb_scalar;
+pub mod owner;
 pub mod parse;
+pub mod path;
 
 ::pgrx::pg_module_magic!(name, version);
 
+pgrx::extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
+pgrx::extension_sql_file!("../sql/api.sql", name = "api", finalize);
+
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the library was loaded through shared_preload_libraries (so the worker runs).
+pub fn preloaded() -> bool {
+    PRELOADED.load(Ordering::Relaxed)
+}
+
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    gucs::register();
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
     unsafe {
         pgrx::pg_sys::MarkGUCPrefixReserved(c"jsonb_ttl".as_ptr());
+    }
+    if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        PRELOADED.store(true, Ordering::Relaxed);
     }
 }
 
@@ -28,6 +55,6 @@ pub mod pg_test {
     pub fn setup(_options: Vec<&str>) {}
 
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![]
+        vec!["shared_preload_libraries = 'jsonb_ttl'"]
     }
 }

@@ -30,6 +30,7 @@ status=0
   --host="$ROOT/build/$NAME/sock" --port="$PORT" --user=postgres \
   --inputdir=tests/pg_regress --outputdir="$out" \
   --dbname=jsonb_ttl_regress --load-extension=jsonb_ttl \
+  --launcher="$ROOT/tests/pg_regress/launcher.sh" \
   "${tests[@]}" || status=$?
 if [ "${REGRESS_ACCEPT:-0}" = 1 ]; then
   mkdir -p tests/pg_regress/expected

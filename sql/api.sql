@@ -1,0 +1,132 @@
+-- The SQL face of jsonb_ttl. The work is done by the Rust functions named _ttl_*; these
+-- wrappers give them their documented signatures and results.
+
+-- Every TTL index of the database.
+CREATE VIEW ttl_indexes AS
+SELECT t.table_oid                          AS table_name,
+       t.column_name,
+       t.path,
+       t.json_path,
+       t.expire_after,
+       t.numeric_unit,
+       t.index_name,
+       pg_catalog.pg_relation_size(i.oid)   AS index_size,
+       t.created_at
+FROM @extschema@.ttl_index t
+JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+GRANT SELECT ON ttl_indexes TO PUBLIC;
+
+CREATE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
+           is_newly_created
+    FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
+$$;
+
+CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
+                                 numeric_unit text DEFAULT 's')
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit);
+BEGIN
+    RETURN @extschema@._ttl_index_info(tbl, created);
+END
+$$;
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text) IS
+  'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
+
+CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
+                                 numeric_unit text DEFAULT 's')
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit)
+$$;
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text) IS
+  'Creates the TTL index of a table, with expire_after in seconds.';
+
+CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+    RETURN @extschema@._ttl_index_info(tbl, false);
+END
+$$;
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval) IS
+  'Changes expire_after of a TTL index: a catalog update, the index is not rebuilt.';
+
+CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_alter(tbl, @extschema@._ttl_seconds(expire_after))
+$$;
+
+CREATE FUNCTION ttl_index_drop(tbl regclass)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT @extschema@._ttl_index_drop(tbl) $$;
+COMMENT ON FUNCTION ttl_index_drop(regclass) IS 'Drops the TTL index of a table and its catalog entry.';
+
+CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT NULL, max_rows bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT @extschema@._ttl_expire_now(tbl, max_rows) $$;
+COMMENT ON FUNCTION ttl_expire_now(regclass, bigint) IS
+  'Removes expired rows now, in this transaction and as the caller: of one table, or of every TTL table the caller owns.';
+
+-- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
+-- owner may not write the catalog; it only acts on what pg_event_trigger_dropped_objects()
+-- reports, which no caller can forge.
+CREATE FUNCTION @extschema@._ttl_on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM @extschema@.ttl_index t
+    USING pg_event_trigger_dropped_objects() d
+    WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+      AND (d.objid = t.table_oid::oid
+           OR (d.object_type = 'index' AND d.object_name = t.index_name
+               AND d.schema_name = (SELECT n.nspname FROM pg_class c
+                                    JOIN pg_namespace n ON n.oid = c.relnamespace
+                                    WHERE c.oid = t.table_oid)));
+END
+$$;
+CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION @extschema@._ttl_on_sql_drop();
+
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index: the catalog
+-- follows the new name. Only entries whose recorded index name no longer exists are updated.
+CREATE FUNCTION @extschema@._ttl_on_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE @extschema@.ttl_index t SET index_name = c.relname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_class c ON c.oid = d.objid
+    JOIN pg_index i ON i.indexrelid = c.oid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
+      AND i.indrelid = t.table_oid::oid
+      AND NOT EXISTS (SELECT FROM pg_class x
+                      WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
+END
+$$;
+CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
+    WHEN TAG IN ('ALTER INDEX', 'ALTER TABLE')
+    EXECUTE FUNCTION @extschema@._ttl_on_ddl_command_end();

@@ -1,0 +1,26 @@
+-- The catalog of TTL indexes: one row per table, keyed by regclass so that ALTER TABLE RENAME
+-- and SET SCHEMA keep it, and an extension configuration table so that pg_dump dumps it.
+CREATE TABLE ttl_index (
+    table_oid    regclass    PRIMARY KEY,
+    column_name  name        NOT NULL,
+    json_path    text[]      NOT NULL,   -- keys inside a jsonb column, {} for a plain column
+    path         text        NOT NULL,   -- the path as given to ttl_index_create
+    expire_after interval    NOT NULL CHECK (expire_after >= interval '0'),
+    numeric_unit text        NOT NULL DEFAULT 's' CHECK (numeric_unit IN ('s', 'ms')),
+    index_name   name        NOT NULL,   -- in the table's schema
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
+SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
+GRANT SELECT ON ttl_index TO PUBLIC;
+
+-- What ttl_index_create and ttl_index_alter return.
+CREATE TYPE ttl_index_info AS (
+    index_name       name,
+    table_name       regclass,
+    column_name      name,
+    path             text,
+    expire_after     interval,
+    numeric_unit     text,
+    is_newly_created boolean
+);

@@ -1,0 +1,351 @@
+//! `ttl_index_create` / `ttl_index_alter` / `ttl_index_drop` / `ttl_expire_now`.
+//!
+//! The documented signatures are SQL wrappers in sql/api.sql; the functions here do the work:
+//! argument checks (each failure a clear error with a SQLSTATE and a HINT, before anything is
+//! changed), the index DDL, and the catalog rows.
+
+use crate::catalog::{self, TtlIndex};
+use crate::functions::numeric_unit_arg;
+use crate::path::{self, PathErrorKind};
+use crate::{deleter, gucs, owner};
+use pgrx::datum::Interval;
+use pgrx::pg_sys::Oid;
+use pgrx::prelude::*;
+use pgrx::spi::{quote_identifier, quote_literal};
+use pgrx::{AnyNumeric, PgSqlErrorCode};
+
+/// Raises an ERROR with a SQLSTATE, a message and a HINT.
+fn raise(code: PgSqlErrorCode, message: impl Into<String>, hint: impl Into<String>) -> ! {
+    pgrx::pg_sys::panic::ErrorReport::new(code, message.into(), "jsonb_ttl")
+        .set_hint(hint)
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
+fn required<T>(value: Option<T>, name: &str) -> T {
+    value.unwrap_or_else(|| {
+        raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            format!("{name} must not be NULL"),
+            format!("Pass a value for {name}."),
+        )
+    })
+}
+
+const EXPIRE_AFTER_HINT: &str = "expire_after must be a finite, non-negative interval or number \
+     of seconds; 0 makes rows expire at the time they hold.";
+
+fn check_expire_after(expire_after: Option<Interval>) -> Interval {
+    let expire_after = required(expire_after, "expire_after");
+    if expire_after.as_micros() < 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "expire_after must not be negative",
+            EXPIRE_AFTER_HINT,
+        );
+    }
+    expire_after
+}
+
+/// A number of seconds as an interval, for the numeric overloads.
+#[pg_extern(immutable, parallel_safe, name = "_ttl_seconds")]
+fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
+    let seconds = required(seconds, "expire_after");
+    let text = seconds.to_string();
+    let value: f64 = text.parse().unwrap_or(f64::NAN);
+    if !value.is_finite() || value < 0.0 || value * 1e6 >= i64::MAX as f64 {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            match text.len() {
+                0..=40 => format!(
+                    "expire_after must be a finite, non-negative number of seconds, not {text}"
+                ),
+                _ => "expire_after is too large".to_string(),
+            },
+            EXPIRE_AFTER_HINT,
+        );
+    }
+    Interval::from_micros((value * 1e6).round() as i64)
+}
+
+/// A table the caller may manage a TTL index on.
+struct Table {
+    oid: Oid,
+    /// `schema.table`, quoted, for messages.
+    name: String,
+    schema: String,
+    relname: String,
+}
+
+/// Checks that `tbl` is an ordinary table the caller owns.
+fn owned_table(tbl: Option<Oid>) -> Table {
+    let oid = required(tbl, "tbl");
+    let row = Spi::get_three_with_args::<String, Oid, String>(
+        "SELECT c.relkind::text, c.relowner, n.nspname::text \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.oid = $1",
+        &[oid.into()],
+    );
+    let (kind, relowner, schema) = match row {
+        Ok((Some(kind), Some(relowner), Some(schema))) => (kind, relowner, schema),
+        _ => raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+            format!("relation with OID {} does not exist", oid.to_u32()),
+            "Pass the name of an existing table.",
+        ),
+    };
+    let relname = Spi::get_one_with_args::<String>(
+        "SELECT relname::text FROM pg_catalog.pg_class WHERE oid = $1",
+        &[oid.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    let name = format!(
+        "{}.{}",
+        quote_identifier(&schema),
+        quote_identifier(&relname)
+    );
+    match kind.as_str() {
+        "r" => {}
+        "p" => raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{name} is a partitioned table"),
+            "TTL indexes on partitioned tables are not supported yet; create one on each partition.",
+        ),
+        other => {
+            let what = match other {
+                "v" => "a view",
+                "m" => "a materialized view",
+                "f" => "a foreign table",
+                "S" => "a sequence",
+                "i" | "I" => "an index",
+                "c" => "a composite type",
+                "t" => "a TOAST table",
+                _ => "not a table",
+            };
+            raise(
+                PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+                format!("{name} is {what}, not a table"),
+                "A TTL index belongs to an ordinary table.",
+            )
+        }
+    }
+    if !owner::has_privileges_of(relowner) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be owner of table {name}"),
+            "Only the table's owner (or a member of the owning role) manages its TTL index.",
+        );
+    }
+    Table {
+        oid,
+        name,
+        schema,
+        relname,
+    }
+}
+
+fn existing(ext: &str, table: &Table) -> Option<TtlIndex> {
+    catalog::load(ext, Some(table.oid)).into_iter().next()
+}
+
+fn no_ttl_index(table: &Table) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+        format!("table {} has no TTL index", table.name),
+        "Create one with ttl_index_create().",
+    )
+}
+
+/// A free index name `<table>_ttl_idx[N]` in the table's schema, within NAMEDATALEN.
+fn choose_index_name(table: &Table) -> String {
+    for n in 0.. {
+        let suffix = if n == 0 {
+            "_ttl_idx".to_string()
+        } else {
+            format!("_ttl_idx{n}")
+        };
+        let mut base = table.relname.clone();
+        while base.len() + suffix.len() > 63 {
+            base.pop();
+        }
+        let candidate = format!("{base}{suffix}");
+        let taken = Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = $2)",
+            &[table.schema.clone().into(), candidate.clone().into()],
+        );
+        if taken == Ok(Some(false)) {
+            return candidate;
+        }
+    }
+    unreachable!()
+}
+
+fn warn_unless_preloaded() {
+    if !crate::preloaded() {
+        pgrx::pg_sys::panic::ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            "jsonb_ttl is not in shared_preload_libraries: no background worker will remove expired rows",
+            "jsonb_ttl",
+        )
+        .set_hint("Add jsonb_ttl to shared_preload_libraries and restart; until then only ttl_expire_now() removes rows.")
+        .report(PgLogLevel::WARNING);
+    }
+}
+
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+fn ttl_index_create(
+    tbl: Option<Oid>,
+    path: Option<&str>,
+    expire_after: Option<Interval>,
+    numeric_unit: Option<&str>,
+) -> bool {
+    let table = owned_table(tbl);
+    let path = required(path, "path");
+    let expire_after = check_expire_after(expire_after);
+    let unit = numeric_unit_arg(required(numeric_unit, "numeric_unit"));
+    let resolved = path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {
+        let code = match e.kind {
+            PathErrorKind::Syntax => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            PathErrorKind::NoJsonbColumn => PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            PathErrorKind::Ambiguous => PgSqlErrorCode::ERRCODE_AMBIGUOUS_COLUMN,
+            PathErrorKind::WrongType => PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+        };
+        raise(code, e.message, e.hint)
+    });
+    let ext = catalog::extension_schema();
+
+    if let Some(current) = existing(&ext, &table) {
+        let same = current.resolved == resolved
+            && current.unit == unit
+            && current.expire_after.as_micros() == expire_after.as_micros();
+        if same {
+            return false;
+        }
+        raise(
+            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+            format!(
+                "table {} already has a TTL index on {} expiring after {}",
+                table.name, current.path, current.expire_after
+            ),
+            format!(
+                "A table has one TTL index. Change its expiry with ttl_index_alter({}, …), \
+                 or drop it with ttl_index_drop({}) first.",
+                quote_literal(&table.name),
+                quote_literal(&table.name)
+            ),
+        );
+    }
+
+    let index_name = choose_index_name(&table);
+    let reference = catalog::reference_expr(&ext, &resolved, unit);
+    Spi::run(&format!(
+        "CREATE INDEX {} ON ONLY {}.{} ({reference}) WHERE {reference} IS NOT NULL",
+        quote_identifier(&index_name),
+        quote_identifier(&table.schema),
+        quote_identifier(&table.relname),
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
+
+    let json_path: Vec<String> = resolved.json_path.clone();
+    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+        Spi::run_with_args(
+            &format!(
+                "INSERT INTO {ext}.ttl_index \
+                 (table_oid, column_name, json_path, path, expire_after, numeric_unit, index_name) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)"
+            ),
+            &[
+                table.oid.into(),
+                resolved.column.clone().into(),
+                json_path.into(),
+                path.into(),
+                expire_after.into(),
+                unit.name().into(),
+                index_name.into(),
+            ],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));
+    warn_unless_preloaded();
+    true
+}
+
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_alter")]
+fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
+    let table = owned_table(tbl);
+    let expire_after = check_expire_after(expire_after);
+    let ext = catalog::extension_schema();
+    if existing(&ext, &table).is_none() {
+        no_ttl_index(&table);
+    }
+    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+        Spi::run_with_args(
+            &format!("UPDATE {ext}.ttl_index SET expire_after = $2 WHERE table_oid = $1"),
+            &[table.oid.into(), expire_after.into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
+}
+
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
+fn ttl_index_drop(tbl: Option<Oid>) -> bool {
+    let table = owned_table(tbl);
+    let ext = catalog::extension_schema();
+    let Some(current) = existing(&ext, &table) else {
+        no_ttl_index(&table);
+    };
+    Spi::run(&format!(
+        "DROP INDEX IF EXISTS {}.{}",
+        quote_identifier(&table.schema),
+        quote_identifier(&current.index_name)
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+    // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
+    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+        Spi::run_with_args(
+            &format!("DELETE FROM {ext}.ttl_index WHERE table_oid = $1"),
+            &[table.oid.into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot remove the TTL index entry: {e}"));
+    true
+}
+
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_expire_now")]
+fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
+    let max_rows = max_rows.unwrap_or(i64::MAX);
+    if max_rows < 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("max_rows must not be negative, not {max_rows}"),
+            "Pass NULL for no limit.",
+        );
+    }
+    let ext = catalog::extension_schema();
+    let indexes = match tbl {
+        Some(_) => {
+            let table = owned_table(tbl);
+            match existing(&ext, &table) {
+                Some(index) => vec![index],
+                None => no_ttl_index(&table),
+            }
+        }
+        None => catalog::load(&ext, None)
+            .into_iter()
+            .filter(|index| owner::has_privileges_of(index.owner))
+            .collect(),
+    };
+    let batch_size = gucs::BATCH_SIZE.get() as i64;
+    let mut removed: i64 = 0;
+    for index in &indexes {
+        if removed >= max_rows {
+            break;
+        }
+        removed += deleter::delete_expired(&ext, index, batch_size, max_rows - removed) as i64;
+    }
+    removed
+}

@@ -1,0 +1,158 @@
+//! The catalog of TTL indexes (`ttl_index`, see sql/catalog.sql), the SQL expression of a
+//! reference time, and lookups. Every name that reaches SQL text is quoted here.
+
+use crate::parse::NumericUnit;
+use crate::path::{Column, ColumnKind, Resolved};
+use pgrx::datum::Interval;
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::{quote_identifier, quote_literal};
+
+/// One TTL index, as the catalog and the system catalogs describe it now.
+#[derive(Clone, Debug)]
+pub struct TtlIndex {
+    pub table: Oid,
+    /// `schema.table`, both quoted.
+    pub qualified_table: String,
+    /// The table's name as regclass prints it, for messages.
+    pub display_name: String,
+    pub owner: Oid,
+    pub resolved: Resolved,
+    pub path: String,
+    pub expire_after: Interval,
+    pub unit: NumericUnit,
+    pub index_name: String,
+}
+
+/// The schema the extension lives in, quoted; the worker never assumes `public`.
+pub fn extension_schema() -> String {
+    Spi::get_one::<String>(
+        "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_extension e \
+         JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jsonb_ttl'",
+    )
+    .ok()
+    .flatten()
+    .expect("jsonb_ttl is created in this database")
+}
+
+/// What a column of type `type_oid` can be to a TTL index.
+pub fn kind_of_type(type_oid: Oid) -> ColumnKind {
+    match type_oid {
+        pg_sys::JSONBOID => ColumnKind::Jsonb,
+        pg_sys::TIMESTAMPTZOID => ColumnKind::Timestamptz,
+        pg_sys::TIMESTAMPOID => ColumnKind::Timestamp,
+        pg_sys::DATEOID => ColumnKind::Date,
+        pg_sys::INT2OID
+        | pg_sys::INT4OID
+        | pg_sys::INT8OID
+        | pg_sys::NUMERICOID
+        | pg_sys::FLOAT4OID
+        | pg_sys::FLOAT8OID => ColumnKind::Number,
+        _ => ColumnKind::Other,
+    }
+}
+
+/// The live columns of a table.
+pub fn table_columns(table: Oid) -> Vec<Column> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT attname::text, atttypid, pg_catalog.format_type(atttypid, atttypmod) \
+                 FROM pg_catalog.pg_attribute \
+                 WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                None,
+                &[table.into()],
+            )
+            .expect("pg_attribute is readable")
+            .map(|row| Column {
+                name: row.get::<String>(1).ok().flatten().unwrap_or_default(),
+                kind: kind_of_type(row.get::<Oid>(2).ok().flatten().unwrap_or_default()),
+                type_name: row.get::<String>(3).ok().flatten().unwrap_or_default(),
+            })
+            .collect()
+    })
+}
+
+/// The SQL expression of the reference time of a row, schema-qualified so it means the same
+/// under any search_path. The index is built on it and the deleter filters on it, so the
+/// planner always matches the two.
+pub fn reference_expr(ext_schema: &str, resolved: &Resolved, unit: NumericUnit) -> String {
+    let column = quote_identifier(&resolved.column);
+    match resolved.kind {
+        ColumnKind::Jsonb => {
+            let value = resolved.json_path.iter().fold(column, |value, key| {
+                format!("({value} -> {}::text)", quote_literal(key))
+            });
+            match unit {
+                NumericUnit::Seconds => format!("{ext_schema}.ttl_timestamp({value})"),
+                NumericUnit::Milliseconds => format!("{ext_schema}.ttl_timestamp({value}, 'ms')"),
+            }
+        }
+        ColumnKind::Timestamptz => column,
+        ColumnKind::Timestamp => format!("({column} AT TIME ZONE 'UTC')"),
+        ColumnKind::Date => format!("(({column})::timestamp AT TIME ZONE 'UTC')"),
+        ColumnKind::Number => format!(
+            "{ext_schema}.ttl_unix_timestamp(({column})::numeric, '{}')",
+            unit.name()
+        ),
+        ColumnKind::Other => unreachable!("path resolution refuses other column types"),
+    }
+}
+
+/// Loads the TTL index of `table`, or all of them, oldest table first.
+pub fn load(ext_schema: &str, table: Option<Oid>) -> Vec<TtlIndex> {
+    let sql = format!(
+        "SELECT t.table_oid::oid, \
+                pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text), \
+                t.table_oid::text, c.relowner, t.column_name::text, a.atttypid, t.json_path, t.path, \
+                t.expire_after, t.numeric_unit, t.index_name::text \
+         FROM {ext_schema}.ttl_index t \
+         JOIN pg_catalog.pg_class c ON c.oid = t.table_oid \
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         LEFT JOIN pg_catalog.pg_attribute a \
+                ON a.attrelid = c.oid AND a.attname = t.column_name AND NOT a.attisdropped \
+         WHERE $1 IS NULL OR t.table_oid = $1 \
+         ORDER BY t.table_oid"
+    );
+    Spi::connect(|client| {
+        let table_arg: Option<Oid> = table;
+        client
+            .select(&sql, None, &[table_arg.into()])
+            .expect("the TTL catalog is readable")
+            .map(|row| {
+                let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
+                let type_oid = row.get::<Oid>(6).ok().flatten().unwrap_or_default();
+                TtlIndex {
+                    table: row.get::<Oid>(1).ok().flatten().unwrap_or_default(),
+                    qualified_table: text(2),
+                    display_name: text(3),
+                    owner: row.get::<Oid>(4).ok().flatten().unwrap_or_default(),
+                    resolved: Resolved {
+                        column: text(5),
+                        kind: kind_of_type(type_oid),
+                        json_path: row.get::<Vec<String>>(7).ok().flatten().unwrap_or_default(),
+                    },
+                    path: text(8),
+                    expire_after: row
+                        .get::<Interval>(9)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_else(|| Interval::from_micros(0)),
+                    unit: NumericUnit::from_name(&text(10)).unwrap_or(NumericUnit::Seconds),
+                    index_name: text(11),
+                }
+            })
+            .collect()
+    })
+}
+
+/// The role that owns the catalog table (the extension's owner).
+pub fn catalog_owner(ext_schema: &str) -> Oid {
+    let catalog = quote_literal(format!("{ext_schema}.ttl_index"));
+    Spi::get_one::<Oid>(&format!(
+        "SELECT relowner FROM pg_catalog.pg_class WHERE oid = {catalog}::regclass"
+    ))
+    .ok()
+    .flatten()
+    .expect("the TTL catalog exists")
+}

@@ -1,0 +1,87 @@
+//! Removing the expired rows of one TTL index, in batches.
+//!
+//! One batch is one statement, prepared once per table and executed as often as needed:
+//!
+//! ```sql
+//! DELETE FROM ONLY tbl
+//! WHERE ctid = ANY (ARRAY(
+//!         SELECT ctid FROM ONLY tbl
+//!         WHERE <reference> < now() - $1      -- through the TTL index, oldest first
+//!         ORDER BY <reference> LIMIT $2
+//!         FOR UPDATE SKIP LOCKED))            -- rows busy elsewhere are left for later
+//!   AND <reference> < now() - $1              -- re-checked on the row version deleted
+//! ```
+//!
+//! `FOR UPDATE` in READ COMMITTED re-evaluates the condition on the newest version of a row it
+//! locks, and the DELETE checks it again on the version it removes, so a row whose date was
+//! moved into the future after being found is never removed.
+
+use crate::catalog::{self, TtlIndex};
+use pgrx::datum::Interval;
+use pgrx::prelude::*;
+use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
+use pgrx::PgBuiltInOids;
+
+/// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
+pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> String {
+    let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit);
+    let table = &index.qualified_table;
+    format!(
+        "DELETE FROM ONLY {table} WHERE ctid = ANY (ARRAY(\
+            SELECT ctid FROM ONLY {table} WHERE {reference} < now() - $1 \
+            ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED)) \
+         AND {reference} < now() - $1"
+    )
+}
+
+/// Prepares the batch statement of a TTL index for repeated execution on `client`.
+pub fn prepare<'conn>(
+    client: &SpiClient<'conn>,
+    ext_schema: &str,
+    index: &TtlIndex,
+) -> SpiResult<PreparedStatement<'conn>> {
+    client.prepare_mut(
+        &batch_sql(ext_schema, index),
+        &[
+            PgBuiltInOids::INTERVALOID.oid(),
+            PgBuiltInOids::INT8OID.oid(),
+        ],
+    )
+}
+
+/// Runs one batch and returns the rows it removed (at most `limit`).
+pub fn run_batch<'conn>(
+    client: &mut SpiClient<'conn>,
+    statement: &PreparedStatement<'conn>,
+    expire_after: Interval,
+    limit: i64,
+) -> SpiResult<u64> {
+    let result = client.update(statement, None, &[expire_after.into(), limit.into()])?;
+    Ok(result.len() as u64)
+}
+
+/// Removes up to `max_rows` expired rows of one TTL index in the current transaction, in
+/// batches of `batch_size`, and returns how many it removed. Stops early when a batch comes
+/// back short: nothing else is expired, or what is left is locked by someone else.
+pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
+    Spi::connect_mut(|client| {
+        let statement = prepare(client, ext_schema, index).unwrap_or_else(|e| {
+            error!(
+                "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                index.display_name
+            )
+        });
+        let mut removed: u64 = 0;
+        while (removed as i64) < max_rows {
+            let limit = batch_size.min(max_rows - removed as i64);
+            let n = run_batch(client, &statement, index.expire_after, limit).unwrap_or_else(|e| {
+                error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+            });
+            removed += n;
+            if (n as i64) < limit {
+                break;
+            }
+        }
+        removed
+    })
+}

@@ -1,0 +1,61 @@
+-- The deleter removes expired rows only: a row is expired when now() > reference + expire_after.
+-- ttl_expire_now(tbl, max_rows) runs it in this session, as the caller, inside the caller's
+-- transaction, in batches of jsonb_ttl.batch_size rows through the TTL index.
+\set SHOW_CONTEXT never
+CREATE TABLE events (label text, doc jsonb);
+SELECT index_name FROM ttl_index_create('events', 'at', interval '1 hour');
+INSERT INTO events VALUES
+  ('just expired',      jsonb_build_object('at', now() - interval '1 hour 1 second')),
+  ('long expired',      jsonb_build_object('at', '2019-02-14T17:39:33Z')),
+  ('expired, epoch',    jsonb_build_object('at', extract(epoch FROM now() - interval '2 hours'))),
+  ('not yet expired',   jsonb_build_object('at', now() - interval '59 minutes')),
+  ('future',            jsonb_build_object('at', now() + interval '1 day')),
+  ('no date',           '{"other": 1}'),
+  ('invalid date',      '{"at": "2019-02-30"}'),
+  ('negative number',   '{"at": -5}'),
+  ('null',              '{"at": null}');
+
+-- inside a transaction: the deletes are part of it and roll back with it
+BEGIN;
+SELECT ttl_expire_now('events') AS removed;
+SELECT label FROM events ORDER BY label;
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM events;
+
+-- max_rows caps one call; the oldest rows go first
+SELECT ttl_expire_now('events', 1) AS removed;
+SELECT label FROM events WHERE label LIKE '%expired%' ORDER BY label;
+SELECT ttl_expire_now('events', 0) AS removed;
+SELECT ttl_expire_now() AS removed;
+SELECT label FROM events ORDER BY label;
+
+-- a batch is one DELETE through the TTL index, picking rows with FOR UPDATE SKIP LOCKED and
+-- re-checking expiry on the row it deletes
+INSERT INTO events SELECT 'bulk', jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 2500) g;
+ANALYZE events;
+EXPLAIN (COSTS OFF)
+DELETE FROM ONLY public.events WHERE ctid = ANY (ARRAY(
+  SELECT ctid FROM ONLY public.events
+  WHERE public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour'
+  ORDER BY public.ttl_timestamp((doc -> 'at'::text)) LIMIT 1000 FOR UPDATE SKIP LOCKED))
+AND public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour';
+SHOW jsonb_ttl.batch_size;
+SELECT ttl_expire_now('events') AS removed;
+
+-- a DELETE trigger sees the caller of ttl_expire_now
+CREATE TABLE deleted_by (label text, who name);
+CREATE FUNCTION record_deleter() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN INSERT INTO deleted_by VALUES (OLD.label, current_user); RETURN OLD; END $$;
+CREATE TRIGGER record_deleter BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION record_deleter();
+INSERT INTO events VALUES ('triggered', '{"at": "2019-01-01"}');
+SELECT ttl_expire_now('events') AS removed;
+SELECT label, who = current_user AS by_caller FROM deleted_by;
+
+-- a trigger that skips the delete (returns NULL) leaves the row; it is not counted
+CREATE OR REPLACE FUNCTION record_deleter() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RETURN NULL; END $$;
+INSERT INTO events VALUES ('kept by trigger', '{"at": "2019-01-01"}');
+SELECT ttl_expire_now('events') AS removed;
+SELECT label FROM events WHERE label = 'kept by trigger';
+DROP TABLE events, deleted_by;
+DROP FUNCTION record_deleter();
