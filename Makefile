@@ -5,13 +5,17 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $(CURDIR)/build/run/sock
 
-.PHONY: deps test unit regress install install-release run stop bench fmt lint clean-clusters
+.PHONY: deps test unit regress isolation e2e install install-release run stop bench fmt lint clean-clusters
 
 deps:
 	@scripts/install-deps.sh
 
-## make test: #[pg_test] + Rust unit/property tests, then pg_regress golden files.
-test: deps unit regress
+## make test: every test layer, each against a real PostgreSQL 15:
+##   unit       #[pg_test] in-backend tests and Rust unit/property tests (cargo pgrx test)
+##   regress    pg_regress golden files, tests/pg_regress
+##   isolation  isolationtester specs, tests/isolation
+##   e2e        end-to-end scripts against a cluster with the library preloaded, tests/e2e
+test: deps unit regress isolation e2e
 
 unit:
 	rm -rf $(CURDIR)/build/pgrx-test-data
@@ -27,6 +31,12 @@ install-release:
 
 regress: install
 	tests/regress.sh
+
+isolation: install
+	tests/isolation.sh
+
+e2e: install
+	@set -e; for t in tests/e2e/[a-z]*.sh; do [ "$$t" = tests/e2e/lib.sh ] || { echo "== $$t"; $$t; }; done
 
 ## make run: a local cluster (build/run) with jsonb_ttl preloaded and the demo loaded.
 run: deps install-release

@@ -1,0 +1,48 @@
+# Shared helpers for the end-to-end tests: each test sources this, starts its own cluster
+# (library preloaded) with `start_cluster NAME PORT [conf lines…]`, and stops it on exit.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PGBIN=$(/usr/lib/postgresql/15/bin/pg_config --bindir)
+E2E_FAILURES=0
+E2E_PASSES=0
+
+start_cluster() {
+  CLUSTER=$1 PORT=$2
+  shift 2
+  "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"
+  trap 'status=$?; "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"; exit $status' EXIT
+  "$ROOT/scripts/cluster.sh" start "$CLUSTER" "$PORT" "$@"
+  SOCK=$ROOT/build/$CLUSTER/sock
+}
+
+# psql against database $1 of the test cluster, unaligned and quiet.
+q() {
+  local db=$1
+  shift
+  "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d "$db" -X -q -At -v ON_ERROR_STOP=1 "$@"
+}
+
+pass() { E2E_PASSES=$((E2E_PASSES + 1)); echo "  ok   $*"; }
+fail() { E2E_FAILURES=$((E2E_FAILURES + 1)); echo "  FAIL $*"; }
+
+# expect_eq DESCRIPTION EXPECTED ACTUAL
+expect_eq() {
+  if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
+}
+
+# wait_for DESCRIPTION SECONDS COMMAND…: polls COMMAND every 0.1 s until it succeeds.
+wait_for() {
+  local what=$1 seconds=$2
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@"; do
+    if [ $SECONDS -ge $deadline ]; then fail "$what (not within ${seconds}s)"; return 1; fi
+    sleep 0.1
+  done
+  pass "$what"
+}
+
+finish() {
+  echo "$(basename "$0" .sh): $E2E_PASSES passed, $E2E_FAILURES failed"
+  [ "$E2E_FAILURES" -eq 0 ]
+}
