@@ -130,3 +130,24 @@ $$;
 CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
     WHEN TAG IN ('ALTER INDEX', 'ALTER TABLE')
     EXECUTE FUNCTION @extschema@._ttl_on_ddl_command_end();
+
+-- What the background worker did, one row per TTL index of this database (like pg_stat_*).
+CREATE VIEW ttl_stats AS
+SELECT t.table_oid                              AS table_name,
+       coalesce(s.runs, 0)                      AS runs,
+       coalesce(s.rows_deleted, 0)              AS rows_deleted,
+       s.last_run_at,
+       coalesce(s.last_rows_deleted, 0)         AS last_rows_deleted,
+       coalesce(s.limit_reached, 0)             AS limit_reached,
+       coalesce(s.errors, 0)                    AS errors,
+       s.last_error,
+       @extschema@._ttl_oldest_expired(t.table_oid) AS oldest_expired
+FROM @extschema@.ttl_index t
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = t.table_oid::oid;
+GRANT SELECT ON ttl_stats TO PUBLIC;
+
+-- Like pg_stat_reset(): for superusers, and for whom they grant it.
+REVOKE EXECUTE ON FUNCTION ttl_stats_reset() FROM PUBLIC;
+
+-- Tell the launcher (when preloaded) that this database now wants a worker.
+SELECT @extschema@._ttl_wake_launcher();

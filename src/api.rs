@@ -349,3 +349,29 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     }
     removed
 }
+
+/// The oldest reference time of `tbl` that is already expired and still present: how far the
+/// worker lags. NULL when nothing is expired, or when the caller may not read the table.
+#[pg_extern(stable, parallel_safe, name = "_ttl_oldest_expired")]
+fn ttl_oldest_expired(tbl: Oid) -> Option<TimestampWithTimeZone> {
+    let readable = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.has_table_privilege($1, 'SELECT')",
+        &[tbl.into()],
+    );
+    if readable != Ok(Some(true)) {
+        return None;
+    }
+    let ext = catalog::extension_schema();
+    let index = catalog::load(&ext, Some(tbl)).into_iter().next()?;
+    let reference = catalog::reference_expr(&ext, &index.resolved, index.unit);
+    Spi::get_one_with_args::<TimestampWithTimeZone>(
+        &format!(
+            "SELECT {reference} FROM ONLY {} WHERE {reference} < now() - $1 \
+             ORDER BY {reference} LIMIT 1",
+            index.qualified_table
+        ),
+        &[index.expire_after.into()],
+    )
+    .ok()
+    .flatten()
+}

@@ -24,15 +24,20 @@ pub struct TtlIndex {
     pub index_name: String,
 }
 
-/// The schema the extension lives in, quoted; the worker never assumes `public`.
-pub fn extension_schema() -> String {
+/// The schema the extension lives in, quoted, or `None` where it is not created; the worker
+/// never assumes `public`.
+pub fn find_extension_schema() -> Option<String> {
     Spi::get_one::<String>(
         "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_extension e \
          JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jsonb_ttl'",
     )
     .ok()
     .flatten()
-    .expect("jsonb_ttl is created in this database")
+}
+
+/// The schema the extension lives in, quoted, from inside one of its functions.
+pub fn extension_schema() -> String {
+    find_extension_schema().expect("jsonb_ttl is created in this database")
 }
 
 /// What a column of type `type_oid` can be to a TTL index.

@@ -34,19 +34,16 @@ pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> String {
     )
 }
 
+/// The parameter types of the batch statement: expire_after, limit.
+pub const BATCH_ARGS: [PgBuiltInOids; 2] = [PgBuiltInOids::INTERVALOID, PgBuiltInOids::INT8OID];
+
 /// Prepares the batch statement of a TTL index for repeated execution on `client`.
 pub fn prepare<'conn>(
     client: &SpiClient<'conn>,
     ext_schema: &str,
     index: &TtlIndex,
 ) -> SpiResult<PreparedStatement<'conn>> {
-    client.prepare_mut(
-        &batch_sql(ext_schema, index),
-        &[
-            PgBuiltInOids::INTERVALOID.oid(),
-            PgBuiltInOids::INT8OID.oid(),
-        ],
-    )
+    client.prepare_mut(&batch_sql(ext_schema, index), &BATCH_ARGS.map(|t| t.oid()))
 }
 
 /// Runs one batch and returns the rows it removed (at most `limit`).

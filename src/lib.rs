@@ -9,7 +9,10 @@
 //! - [`owner`]: running code as another role.
 //! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
 //! - [`deleter`]: batched, re-checked deletes for one TTL index.
-//! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`.
+//! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support.
+//! - [`registry`], [`stats`]: shared memory (who serves which database, the server-wide budget,
+//!   statistics).
+//! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
 
 use pgrx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,10 +22,15 @@ pub mod catalog;
 pub mod deleter;
 pub mod functions;
 pub mod gucs;
+pub mod hooks;
 pub mod jsonb_scalar;
+pub mod launcher;
 pub mod owner;
 pub mod parse;
 pub mod path;
+pub mod registry;
+pub mod stats;
+pub mod worker;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -45,6 +53,10 @@ pub extern "C-unwind" fn _PG_init() {
     }
     if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
         PRELOADED.store(true, Ordering::Relaxed);
+        registry::init();
+        stats::init();
+        hooks::install();
+        launcher::register();
     }
 }
 

@@ -19,7 +19,7 @@ start_cluster() {
 q() {
   local db=$1
   shift
-  "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d "$db" -X -q -At -v ON_ERROR_STOP=1 "$@"
+  PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d "$db" -X -q -At -v ON_ERROR_STOP=1 "$@"
 }
 
 pass() { E2E_PASSES=$((E2E_PASSES + 1)); echo "  ok   $*"; }
@@ -30,16 +30,21 @@ expect_eq() {
   if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
 }
 
-# wait_for DESCRIPTION SECONDS COMMAND…: polls COMMAND every 0.1 s until it succeeds.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# wait_for DESCRIPTION SECONDS COMMAND…: polls COMMAND every 0.05 s until it succeeds, and
+# fails when SECONDS (may be fractional) pass first.
 wait_for() {
   local what=$1 seconds=$2
   shift 2
-  local deadline=$((SECONDS + seconds))
+  local start deadline
+  start=$(now_ms)
+  deadline=$((start + $(awk -v s="$seconds" 'BEGIN {printf "%d", s * 1000}')))
   until "$@"; do
-    if [ $SECONDS -ge $deadline ]; then fail "$what (not within ${seconds}s)"; return 1; fi
-    sleep 0.1
+    if [ "$(now_ms)" -ge $deadline ]; then fail "$what (not within ${seconds}s)"; return 1; fi
+    sleep 0.05
   done
-  pass "$what"
+  pass "$what (after $(($(now_ms) - start)) ms)"
 }
 
 finish() {

@@ -1,0 +1,137 @@
+//! The launcher: one static background worker per server, started once recovery has finished
+//! (so never on a standby, and at promotion on a former one). It keeps one per-database worker
+//! for every database that has the extension. Its lifecycle is written down in docs/worker.md.
+//!
+//! It cannot know which databases have the extension without connecting to them, so it starts a
+//! worker for every connectable database; a worker that finds no extension exits at once. The
+//! launcher probes again every `max(frequency, 1 s)`, and CREATE EXTENSION wakes it at once.
+
+use crate::{gucs, registry};
+use pgrx::bgworkers::{
+    BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, DynamicBackgroundWorker,
+    SignalWakeFlags,
+};
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Registers the launcher; from `_PG_init` while preloading.
+pub fn register() {
+    BackgroundWorkerBuilder::new("jsonb_ttl launcher")
+        .set_type("jsonb_ttl launcher")
+        .set_library("jsonb_ttl")
+        .set_function("jsonb_ttl_launcher_main")
+        .enable_shmem_access(None)
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(Duration::from_secs(5)))
+        .load();
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    // No database: the launcher reads only the shared catalog pg_database.
+    BackgroundWorker::connect_worker_to_spi(None, None);
+    registry::register_launcher();
+    log!("jsonb_ttl launcher started");
+
+    let mut workers: HashMap<Oid, DynamicBackgroundWorker> = HashMap::new();
+    let mut last_probe: Option<Instant> = None;
+    loop {
+        let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
+        let wanted = registry::take_wanted();
+        let due = last_probe.is_none_or(|t| t.elapsed() >= probe_every);
+        if due {
+            last_probe = Some(Instant::now());
+            let databases = connectable_databases();
+            workers.retain(|db, _| databases.contains(db));
+            for db in databases {
+                ensure_worker(&mut workers, db, false);
+            }
+        }
+        for db in wanted {
+            ensure_worker(&mut workers, db, true);
+        }
+        let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
+        if !BackgroundWorker::wait_latch(Some(wait.max(Duration::from_millis(10)))) {
+            break;
+        }
+        crate::worker::reload_config_if_asked();
+    }
+    log!("jsonb_ttl launcher exiting");
+}
+
+/// Starts the worker of `db` unless one is running; `just_created` when CREATE EXTENSION asked
+/// for it (the worker then waits for that transaction to commit). When no worker slot is free
+/// (max_worker_processes), logs and tries again at the next probe.
+fn ensure_worker(workers: &mut HashMap<Oid, DynamicBackgroundWorker>, db: Oid, just_created: bool) {
+    let running = workers.get(&db).is_some_and(|w| {
+        !matches!(
+            w.pid(),
+            Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
+        )
+    });
+    if running {
+        return;
+    }
+    let started =
+        BackgroundWorkerBuilder::new(&format!("jsonb_ttl worker for database {}", db.to_u32()))
+            .set_type("jsonb_ttl worker")
+            .set_library("jsonb_ttl")
+            .set_function("jsonb_ttl_worker_main")
+            .set_argument(Some(
+                crate::worker::WorkerArg { db, just_created }.into_datum(),
+            ))
+            .enable_shmem_access(None)
+            .enable_spi_access()
+            .set_start_time(BgWorkerStartTime::RecoveryFinished)
+            .set_restart_time(None)
+            .set_notify_pid(unsafe { pg_sys::MyProcPid })
+            .load_dynamic();
+    match started {
+        Ok(worker) => {
+            workers.insert(db, worker);
+        }
+        Err(_) => {
+            workers.remove(&db);
+            log!(
+                "jsonb_ttl: no background worker slot for database {}; retrying later \
+                 (raise max_worker_processes)",
+                db.to_u32()
+            );
+        }
+    }
+}
+
+/// Databases that accept connections and are not templates, read from pg_database directly
+/// (as autovacuum does), since the launcher is connected to no database.
+fn connectable_databases() -> Vec<Oid> {
+    let mut databases = Vec::new();
+    unsafe {
+        pg_sys::SetCurrentStatementStartTimestamp();
+        pg_sys::StartTransactionCommand();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+        let relation = pg_sys::table_open(pg_sys::DatabaseRelationId, pg_sys::AccessShareLock as _);
+        let scan = pg_sys::table_beginscan_catalog(relation, 0, std::ptr::null_mut());
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let header = (*tuple).t_data;
+            let form = (header as *const u8).add((*header).t_hoff as usize)
+                as *const pg_sys::FormData_pg_database;
+            if (*form).datallowconn && !(*form).datistemplate {
+                databases.push((*form).oid);
+            }
+        }
+        pg_sys::table_endscan(scan);
+        pg_sys::table_close(relation, pg_sys::AccessShareLock as _);
+        pg_sys::PopActiveSnapshot();
+        pg_sys::CommitTransactionCommand();
+    }
+    databases
+}

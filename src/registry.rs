@@ -1,0 +1,180 @@
+//! Shared memory the launcher, the per-database workers and the DROP DATABASE hook share:
+//! which process serves which database, the launcher's latch, databases that just ran
+//! CREATE EXTENSION, and the server-wide removal budget of a pass (`max_total_removes`).
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::shmem::PGRXSharedMemory;
+use pgrx::{PgAtomic, PgLwLock};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Databases served at once; a database beyond this is logged and not served.
+pub const MAX_DATABASES: usize = 256;
+
+#[derive(Copy, Clone, Default)]
+pub struct Slot {
+    pub dboid: u32,
+    pub pid: i32,
+}
+
+#[derive(Copy, Clone)]
+pub struct Registry {
+    workers: [Slot; MAX_DATABASES],
+    /// Databases where CREATE EXTENSION jsonb_ttl just ran (0 = free).
+    wanted: [u32; 16],
+    launcher_pid: i32,
+    launcher_latch: usize,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            workers: [Slot::default(); MAX_DATABASES],
+            wanted: [0; 16],
+            launcher_pid: 0,
+            launcher_latch: 0,
+        }
+    }
+}
+
+unsafe impl PGRXSharedMemory for Registry {}
+
+static REGISTRY: PgLwLock<Registry> = unsafe { PgLwLock::new(c"jsonb_ttl_registry") };
+/// Rows the current budget window may still remove, server-wide.
+static BUDGET: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"jsonb_ttl_budget") };
+/// When the current budget window started, in ms since the Unix epoch.
+static WINDOW_START_MS: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"jsonb_ttl_window") };
+
+/// Requests the shared memory; from `_PG_init` while preloading.
+pub fn init() {
+    pgrx::pg_shmem_init!(REGISTRY);
+    pgrx::pg_shmem_init!(BUDGET);
+    pgrx::pg_shmem_init!(WINDOW_START_MS);
+}
+
+/// Records that this process serves `dboid`. False when every slot is taken.
+pub fn register_worker(dboid: pg_sys::Oid) -> bool {
+    let pid = unsafe { pg_sys::MyProcPid };
+    let mut registry = REGISTRY.exclusive();
+    let free = registry
+        .workers
+        .iter()
+        .position(|s| s.dboid == dboid.to_u32())
+        .or_else(|| registry.workers.iter().position(|s| s.dboid == 0));
+    match free {
+        Some(i) => {
+            registry.workers[i] = Slot {
+                dboid: dboid.to_u32(),
+                pid,
+            };
+            true
+        }
+        None => false,
+    }
+}
+
+/// Forgets this process's slot.
+pub fn unregister_worker() {
+    let pid = unsafe { pg_sys::MyProcPid };
+    let mut registry = REGISTRY.exclusive();
+    for slot in registry.workers.iter_mut().filter(|s| s.pid == pid) {
+        *slot = Slot::default();
+    }
+}
+
+/// Asks the worker serving `dboid`, if any, to exit (SIGTERM), so DROP DATABASE need not wait.
+pub fn stop_worker(dboid: pg_sys::Oid) -> Option<i32> {
+    let pid = REGISTRY
+        .share()
+        .workers
+        .iter()
+        .find(|s| s.dboid == dboid.to_u32() && s.pid != 0)
+        .map(|s| s.pid)?;
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    Some(pid)
+}
+
+/// The launcher records itself so others can wake it.
+pub fn register_launcher() {
+    let mut registry = REGISTRY.exclusive();
+    registry.launcher_pid = unsafe { pg_sys::MyProcPid };
+    registry.launcher_latch = unsafe { &raw mut (*pg_sys::MyProc).procLatch } as usize;
+}
+
+/// Records that `dboid` wants a worker now (CREATE EXTENSION) and wakes the launcher.
+pub fn want_worker(dboid: pg_sys::Oid) {
+    let mut registry = REGISTRY.exclusive();
+    if !registry.wanted.contains(&dboid.to_u32()) {
+        if let Some(free) = registry.wanted.iter_mut().find(|w| **w == 0) {
+            *free = dboid.to_u32();
+        }
+    }
+    if registry.launcher_latch != 0 {
+        unsafe { pg_sys::SetLatch(registry.launcher_latch as *mut pg_sys::Latch) };
+    }
+}
+
+/// Takes the databases that asked for a worker since the last call.
+pub fn take_wanted() -> Vec<pg_sys::Oid> {
+    let mut registry = REGISTRY.exclusive();
+    let wanted = registry
+        .wanted
+        .iter()
+        .filter(|w| **w != 0)
+        .map(|w| pg_sys::Oid::from(*w))
+        .collect();
+    registry.wanted = [0; 16];
+    wanted
+}
+
+/// Claims up to `want` rows of the server-wide budget: `max_total` rows per window of
+/// `window_ms`. The first claim after a window ends opens the next one.
+pub fn claim(want: i64, max_total: i64, window_ms: i64) -> i64 {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let start = WINDOW_START_MS.get().load(Ordering::Acquire);
+    if now_ms - start >= window_ms
+        && WINDOW_START_MS
+            .get()
+            .compare_exchange(start, now_ms, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    {
+        BUDGET.get().store(max_total, Ordering::Release);
+    }
+    let budget = BUDGET.get();
+    let mut current = budget.load(Ordering::Acquire);
+    loop {
+        // A lowered max_total_removes applies to the window already open.
+        let available = current.min(max_total);
+        let take = want.min(available);
+        if take <= 0 {
+            return 0;
+        }
+        match budget.compare_exchange(
+            current,
+            available - take,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return take,
+            Err(now) => current = now,
+        }
+    }
+}
+
+/// Returns rows claimed but not removed.
+pub fn give_back(rows: i64) {
+    if rows > 0 {
+        BUDGET.get().fetch_add(rows, Ordering::AcqRel);
+    }
+}
+
+/// Called from CREATE EXTENSION: the launcher starts this database's worker at once.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_wake_launcher")]
+fn ttl_wake_launcher() {
+    if crate::preloaded() {
+        want_worker(unsafe { pg_sys::MyDatabaseId });
+    }
+}

@@ -1,0 +1,206 @@
+//! Statistics in shared memory: one entry per TTL index the worker has visited, and the
+//! server totals. Read through the `ttl_stats` view and `ttl_statistics()`; cleared by
+//! `ttl_stats_reset()`. Only the background worker counts: `ttl_expire_now()` runs in a
+//! transaction the caller may still roll back.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::shmem::PGRXSharedMemory;
+use pgrx::{PgAtomic, PgLwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// TTL indexes tracked at once, server-wide; beyond it the least recently run entry is reused.
+pub const MAX_ENTRIES: usize = 2048;
+const ERROR_LEN: usize = 256;
+
+#[derive(Copy, Clone)]
+pub struct Entry {
+    dboid: u32,
+    reloid: u32,
+    runs: u64,
+    rows_deleted: u64,
+    /// TimestampTz of the last run, 0 when none.
+    last_run_at: i64,
+    last_rows_deleted: u64,
+    limit_reached: u64,
+    errors: u64,
+    last_error_len: usize,
+    last_error: [u8; ERROR_LEN],
+}
+
+impl Entry {
+    const EMPTY: Entry = Entry {
+        dboid: 0,
+        reloid: 0,
+        runs: 0,
+        rows_deleted: 0,
+        last_run_at: 0,
+        last_rows_deleted: 0,
+        limit_reached: 0,
+        errors: 0,
+        last_error_len: 0,
+        last_error: [0; ERROR_LEN],
+    };
+}
+
+#[derive(Copy, Clone)]
+pub struct Entries([Entry; MAX_ENTRIES]);
+
+impl Default for Entries {
+    fn default() -> Self {
+        Entries([Entry::EMPTY; MAX_ENTRIES])
+    }
+}
+
+unsafe impl PGRXSharedMemory for Entries {}
+
+static ENTRIES: PgLwLock<Entries> = unsafe { PgLwLock::new(c"jsonb_ttl_stats") };
+static TOTAL_RUNS: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_runs") };
+static TOTAL_ROWS: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_rows") };
+static TOTAL_LIMIT: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_limit") };
+
+/// Requests the shared memory; from `_PG_init` while preloading.
+pub fn init() {
+    pgrx::pg_shmem_init!(ENTRIES);
+    pgrx::pg_shmem_init!(TOTAL_RUNS);
+    pgrx::pg_shmem_init!(TOTAL_ROWS);
+    pgrx::pg_shmem_init!(TOTAL_LIMIT);
+}
+
+/// What one pass did to one TTL index.
+pub struct Run<'a> {
+    pub table: pg_sys::Oid,
+    pub rows_deleted: u64,
+    pub limit_reached: bool,
+    pub error: Option<&'a str>,
+}
+
+/// Records one visit of the worker to one TTL index of the current database.
+pub fn record_run(run: &Run) {
+    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let mut entries = ENTRIES.exclusive();
+    let index = entries
+        .0
+        .iter()
+        .position(|e| e.dboid == dboid && e.reloid == run.table.to_u32())
+        .or_else(|| entries.0.iter().position(|e| e.dboid == 0))
+        .unwrap_or_else(|| {
+            // Full: reuse the entry run least recently.
+            (0..MAX_ENTRIES)
+                .min_by_key(|&i| entries.0[i].last_run_at)
+                .unwrap_or(0)
+        });
+    let entry = &mut entries.0[index];
+    if entry.dboid != dboid || entry.reloid != run.table.to_u32() {
+        *entry = Entry::EMPTY;
+        entry.dboid = dboid;
+        entry.reloid = run.table.to_u32();
+    }
+    entry.runs += 1;
+    entry.rows_deleted += run.rows_deleted;
+    entry.last_run_at = now;
+    entry.last_rows_deleted = run.rows_deleted;
+    entry.limit_reached += run.limit_reached as u64;
+    if let Some(error) = run.error {
+        entry.errors += 1;
+        let mut len = error.len().min(ERROR_LEN);
+        while !error.is_char_boundary(len) {
+            len -= 1;
+        }
+        entry.last_error[..len].copy_from_slice(&error.as_bytes()[..len]);
+        entry.last_error_len = len;
+    }
+}
+
+/// Records one pass of one database's worker in the server totals.
+pub fn record_pass(rows_deleted: u64, limit_reached: bool) {
+    TOTAL_RUNS.get().fetch_add(1, Ordering::Relaxed);
+    TOTAL_ROWS.get().fetch_add(rows_deleted, Ordering::Relaxed);
+    TOTAL_LIMIT
+        .get()
+        .fetch_add(limit_reached as u64, Ordering::Relaxed);
+}
+
+fn timestamptz(value: i64) -> Option<TimestampWithTimeZone> {
+    (value != 0)
+        .then(|| TimestampWithTimeZone::try_from(value).ok())
+        .flatten()
+}
+
+/// The statistics of the current database's TTL indexes (the `ttl_stats` view joins them).
+#[pg_extern(volatile, parallel_safe, name = "_ttl_stats")]
+#[allow(clippy::type_complexity)]
+fn ttl_stats_entries() -> TableIterator<
+    'static,
+    (
+        name!(table_oid, pg_sys::Oid),
+        name!(runs, i64),
+        name!(rows_deleted, i64),
+        name!(last_run_at, Option<TimestampWithTimeZone>),
+        name!(last_rows_deleted, i64),
+        name!(limit_reached, i64),
+        name!(errors, i64),
+        name!(last_error, Option<String>),
+    ),
+> {
+    if !crate::preloaded() {
+        return TableIterator::new(Vec::new());
+    }
+    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let rows: Vec<_> = ENTRIES
+        .share()
+        .0
+        .iter()
+        .filter(|e| e.dboid == dboid)
+        .map(|e| {
+            let error = (e.last_error_len > 0)
+                .then(|| String::from_utf8_lossy(&e.last_error[..e.last_error_len]).into_owned());
+            (
+                pg_sys::Oid::from(e.reloid),
+                e.runs as i64,
+                e.rows_deleted as i64,
+                timestamptz(e.last_run_at),
+                e.last_rows_deleted as i64,
+                e.limit_reached as i64,
+                e.errors as i64,
+                error,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a limit.
+#[pg_extern(volatile, parallel_safe)]
+fn ttl_statistics() -> TableIterator<
+    'static,
+    (
+        name!(runs, i64),
+        name!(rows_deleted, i64),
+        name!(limit_reached, i64),
+    ),
+> {
+    if !crate::preloaded() {
+        return TableIterator::once((0, 0, 0));
+    }
+    TableIterator::once((
+        TOTAL_RUNS.get().load(Ordering::Relaxed) as i64,
+        TOTAL_ROWS.get().load(Ordering::Relaxed) as i64,
+        TOTAL_LIMIT.get().load(Ordering::Relaxed) as i64,
+    ))
+}
+
+/// Clears every statistic of every database and the server totals.
+#[pg_extern(volatile, parallel_unsafe)]
+fn ttl_stats_reset() {
+    if !crate::preloaded() {
+        return;
+    }
+    for entry in ENTRIES.exclusive().0.iter_mut() {
+        *entry = Entry::EMPTY;
+    }
+    TOTAL_RUNS.get().store(0, Ordering::Relaxed);
+    TOTAL_ROWS.get().store(0, Ordering::Relaxed);
+    TOTAL_LIMIT.get().store(0, Ordering::Relaxed);
+}

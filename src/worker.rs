@@ -1,0 +1,296 @@
+//! The per-database worker: a dynamic background worker connected to one database for life.
+//! Its lifecycle is written down in docs/worker.md.
+//!
+//! Every `jsonb_ttl.frequency` ms it runs a pass: it loads the TTL indexes of its database and
+//! visits them round-robin, removing expired rows in batches — each batch its own transaction,
+//! run as the table's owner with a short `lock_timeout` — until nothing is expired or a limit
+//! is hit. An error in one table aborts that batch's transaction only; the table is counted,
+//! logged and skipped until the next pass.
+
+use crate::catalog::{self, TtlIndex};
+use crate::{deleter, gucs, owner, registry, stats};
+use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::OwnedPreparedStatement;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+/// Runs `f` in its own transaction: committed when it returns, rolled back (and the error
+/// returned as text) when it raises, so one failure never leaves a transaction open.
+pub fn in_transaction<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    unsafe {
+        pg_sys::SetCurrentStatementStartTimestamp();
+        pg_sys::StartTransactionCommand();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    }
+    let result = PgTryBuilder::new(AssertUnwindSafe(move || Ok(f())))
+        .catch_others(|caught| {
+            Err(match caught {
+                pg_sys::panic::CaughtError::PostgresError(e)
+                | pg_sys::panic::CaughtError::ErrorReport(e) => e.message().to_string(),
+                pg_sys::panic::CaughtError::RustPanic { ereport, .. } => {
+                    ereport.message().to_string()
+                }
+            })
+        })
+        .execute();
+    unsafe {
+        match result {
+            Ok(_) => {
+                pg_sys::PopActiveSnapshot();
+                pg_sys::CommitTransactionCommand();
+            }
+            Err(_) => pg_sys::AbortCurrentTransaction(),
+        }
+    }
+    result
+}
+
+/// Reads postgresql.conf again after a SIGHUP.
+pub fn reload_config_if_asked() {
+    if BackgroundWorker::sighup_received() {
+        unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+    }
+}
+
+/// Sleeps `duration` or until SIGTERM; reloads the configuration on SIGHUP. False on SIGTERM.
+fn sleep(duration: Duration) -> bool {
+    let alive = BackgroundWorker::wait_latch(Some(duration));
+    reload_config_if_asked();
+    alive
+}
+
+/// What the worker keeps between passes.
+struct Worker {
+    /// The batch statement of each table, prepared once, with the SQL it was prepared from
+    /// (a rename changes the SQL and the statement is prepared again).
+    statements: HashMap<Oid, (String, OwnedPreparedStatement)>,
+    /// Where the next pass starts, so no table is always first.
+    next_start: usize,
+}
+
+/// What the launcher tells a worker: its database, and whether CREATE EXTENSION just asked
+/// for it (then the worker waits for that transaction to commit before giving up).
+pub struct WorkerArg {
+    pub db: Oid,
+    pub just_created: bool,
+}
+
+impl WorkerArg {
+    pub fn into_datum(self) -> pg_sys::Datum {
+        pg_sys::Datum::from(self.db.to_u32() as u64 | (self.just_created as u64) << 32)
+    }
+
+    fn from_datum(datum: pg_sys::Datum) -> WorkerArg {
+        let value = datum.value() as u64;
+        WorkerArg {
+            db: Oid::from(value as u32),
+            just_created: value >> 32 != 0,
+        }
+    }
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
+    let WorkerArg {
+        db: dboid,
+        just_created,
+    } = WorkerArg::from_datum(arg);
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(dboid), None);
+    if !registry::register_worker(dboid) {
+        log!(
+            "jsonb_ttl: more than {} databases; this one is not served",
+            registry::MAX_DATABASES
+        );
+        return;
+    }
+    // Everything the worker runs names its schema; nothing resolves through search_path.
+    let _ = in_transaction(|| Spi::run("SET search_path = pg_catalog, pg_temp"));
+
+    let mut worker = Worker {
+        statements: HashMap::new(),
+        next_start: 0,
+    };
+    let mut patience = if just_created {
+        Duration::from_secs(10)
+    } else {
+        Duration::ZERO
+    };
+    loop {
+        let Ok(ext) = in_transaction(catalog::find_extension_schema) else {
+            break;
+        };
+        let Some(ext) = ext else {
+            // CREATE EXTENSION wakes the launcher before it commits: wait for it a little.
+            if !patience.is_zero() && sleep(Duration::from_millis(100)) {
+                patience = patience.saturating_sub(Duration::from_millis(100));
+                continue;
+            }
+            break;
+        };
+        patience = Duration::ZERO;
+        let started = Instant::now();
+        if gucs::ENABLED.get() {
+            worker.pass(&ext);
+        }
+        if !wait_for_next_pass(started) {
+            break;
+        }
+    }
+    registry::unregister_worker();
+}
+
+/// Waits until `frequency` ms after `started`, re-reading the frequency after each SIGHUP so a
+/// shorter one takes effect at once. False on SIGTERM.
+fn wait_for_next_pass(started: Instant) -> bool {
+    loop {
+        let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+        let elapsed = started.elapsed();
+        if elapsed >= frequency {
+            return !BackgroundWorker::sigterm_received();
+        }
+        if !sleep(frequency - elapsed) {
+            return false;
+        }
+    }
+}
+
+impl Worker {
+    fn pass(&mut self, ext: &str) {
+        let indexes = match in_transaction(|| catalog::load(ext, None)) {
+            Ok(indexes) => indexes,
+            Err(e) => {
+                log!("jsonb_ttl: cannot read the TTL catalog: {e}");
+                return;
+            }
+        };
+        self.statements
+            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+        let mut pass_removed = 0u64;
+        let mut pass_limited = false;
+        let count = indexes.len();
+        for k in 0..count {
+            let index = &indexes[(self.next_start + k) % count];
+            let (removed, limit) = self.purge(ext, index);
+            pass_removed += removed;
+            pass_limited |= limit != Limit::None;
+            if limit == Limit::Server || BackgroundWorker::sigterm_received() {
+                break;
+            }
+        }
+        self.next_start = self.next_start.wrapping_add(1);
+        stats::record_pass(pass_removed, pass_limited);
+    }
+
+    /// Removes the expired rows of one table, batch by batch, within the limits.
+    fn purge(&mut self, ext: &str, index: &TtlIndex) -> (u64, Limit) {
+        let sql = deleter::batch_sql(ext, index);
+        let mut removed = 0u64;
+        let mut limit = Limit::None;
+        let mut error: Option<String> = None;
+        let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
+        loop {
+            let want = (gucs::BATCH_SIZE.get() as i64).min(max_table - removed as i64);
+            if want <= 0 {
+                limit = Limit::Table;
+                break;
+            }
+            let granted = registry::claim(
+                want,
+                gucs::MAX_TOTAL_REMOVES.get() as i64,
+                gucs::FREQUENCY_MS.get() as i64,
+            );
+            if granted == 0 {
+                limit = Limit::Server;
+                break;
+            }
+            let batch_started = Instant::now();
+            match self.batch(&sql, index, granted) {
+                Ok(n) => {
+                    registry::give_back(granted - n as i64);
+                    removed += n;
+                    if (n as i64) < granted {
+                        break;
+                    }
+                    if !self.throttle(n, batch_started) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    registry::give_back(granted);
+                    self.statements.remove(&index.table);
+                    log!(
+                        "jsonb_ttl: skipping table {} in this pass: {e}",
+                        index.display_name
+                    );
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        stats::record_run(&stats::Run {
+            table: index.table,
+            rows_deleted: removed,
+            limit_reached: limit != Limit::None,
+            error: error.as_deref(),
+        });
+        (removed, limit)
+    }
+
+    /// One batch in its own transaction, as the table's owner.
+    fn batch(&mut self, sql: &str, index: &TtlIndex, limit: i64) -> Result<u64, String> {
+        let statements = &mut self.statements;
+        in_transaction(|| {
+            Spi::run(&format!(
+                "SET LOCAL lock_timeout = {}",
+                gucs::LOCK_TIMEOUT_MS.get()
+            ))
+            .expect("SET LOCAL lock_timeout");
+            owner::as_table_owner(index.owner, || {
+                let stale = statements.get(&index.table).is_none_or(|(s, _)| s != sql);
+                if stale {
+                    let statement = Spi::connect(|client| {
+                        client
+                            .prepare_mut(sql, &deleter::BATCH_ARGS.map(|t| t.oid()))
+                            .map(|s| s.keep())
+                    })
+                    .unwrap_or_else(|e| error!("cannot prepare the delete: {e}"));
+                    statements.insert(index.table, (sql.to_string(), statement));
+                }
+                let (_, statement) = &statements[&index.table];
+                Spi::connect_mut(|client| {
+                    deleter::run_batch(client, statement, index.expire_after, limit)
+                })
+                .unwrap_or_else(|e| error!("delete failed: {e}"))
+            })
+        })
+    }
+
+    /// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows`.
+    /// False on SIGTERM.
+    fn throttle(&self, rows: u64, batch_started: Instant) -> bool {
+        let rate = gucs::MAX_REMOVES_PER_SECOND.get();
+        if rate <= 0 {
+            return !BackgroundWorker::sigterm_received();
+        }
+        let budgeted = Duration::from_secs_f64(rows as f64 / rate as f64);
+        match budgeted.checked_sub(batch_started.elapsed()) {
+            Some(rest) if !rest.is_zero() => sleep(rest),
+            _ => !BackgroundWorker::sigterm_received(),
+        }
+    }
+}
+
+/// Which limit, if any, cut a table's purge short.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    None,
+    /// `max_table_removes`.
+    Table,
+    /// `max_total_removes`, shared by the whole server.
+    Server,
+}

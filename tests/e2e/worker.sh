@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# The background worker against a real cluster with the library preloaded: expiry in two
+# databases, limits, batches, GUC reloads, owner privileges, failing tables, CREATE EXTENSION
+# and DROP DATABASE while workers run.
+source "$(dirname "$0")/lib.sh"
+start_cluster e2e-worker 28831 "jsonb_ttl.frequency = 200" "jsonb_ttl.lock_timeout = 50"
+
+set_guc() {  # set_guc NAME VALUE: ALTER SYSTEM + reload, as an operator would
+  q postgres -c "ALTER SYSTEM SET $1 = '$2'" -c "SELECT pg_reload_conf()" >/dev/null
+}
+reset_gucs() {
+  q postgres -c "ALTER SYSTEM RESET ALL" -c "SELECT pg_reload_conf()" >/dev/null
+  sleep 0.3
+}
+events_table() {  # events_table DB: a table with a TTL index of 1 hour on doc->'at'
+  q "$1" <<'SQL'
+DROP TABLE IF EXISTS events;
+CREATE TABLE events (id bigserial PRIMARY KEY, label text, doc jsonb);
+SELECT FROM ttl_index_create('events', 'at', interval '1 hour');
+SQL
+}
+
+echo "== expired rows go in two databases; the others stay; the statistics count them"
+for db in db_a db_b; do
+  q postgres -c "CREATE DATABASE $db"
+  q $db -c "CREATE EXTENSION jsonb_ttl"
+  events_table $db
+done
+q db_a -c "SELECT ttl_stats_reset()" >/dev/null
+for db in db_a db_b; do
+  q $db <<'SQL'
+INSERT INTO events (label, doc) SELECT 'expired', jsonb_build_object('at', now() - interval '2 hours') FROM generate_series(1, 500);
+INSERT INTO events (label, doc) VALUES
+  ('fresh', jsonb_build_object('at', now())), ('future', '{"at": "2999-01-01"}'),
+  ('dateless', '{"x": 1}'), ('invalid', '{"at": "2019-02-30"}');
+SQL
+done
+start=$(date +%s.%N)
+only_survivors() { [ "$(q "$1" -c "SELECT string_agg(label, ',' ORDER BY label) FROM events")" = "dateless,fresh,future,invalid" ]; }
+wait_for "db_a purged within frequency + 1 s" 1.2 only_survivors db_a
+wait_for "db_b purged too" 1.2 only_survivors db_b
+expect_eq "ttl_stats counts db_a's removals" 500 "$(q db_a -c "SELECT rows_deleted FROM ttl_stats")"
+expect_eq "ttl_stats counts db_b's removals" 500 "$(q db_b -c "SELECT rows_deleted FROM ttl_stats")"
+expect_eq "ttl_statistics() counts the server's removals" 1000 "$(q db_a -c "SELECT rows_deleted FROM ttl_statistics()")"
+expect_eq "workers show in pg_stat_activity with their database" "db_a,db_b" \
+  "$(q postgres -c "SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname LIKE 'db_%'")"
+expect_eq "one launcher" 1 "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl launcher'")"
+
+echo "== max_table_removes caps each pass; batch_size bounds rows per transaction"
+set_guc jsonb_ttl.max_table_removes 1000
+set_guc jsonb_ttl.batch_size 300
+set_guc jsonb_ttl.enabled off
+sleep 0.5
+q db_a <<'SQL'
+CREATE TABLE deletions (txid bigint, at timestamptz DEFAULT clock_timestamp());
+CREATE FUNCTION log_deletion() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN INSERT INTO public.deletions (txid) VALUES (txid_current()); RETURN OLD; END $$;
+CREATE TRIGGER log_deletion BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION log_deletion();
+INSERT INTO events (label, doc) SELECT 'bulk', jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 10000) g;
+SQL
+q db_a -c "SELECT ttl_stats_reset()" >/dev/null
+set_guc jsonb_ttl.enabled on
+all_gone() { [ "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'bulk'")" = 0 ]; }
+wait_for "10,000 expired rows gone after enough passes" 20 all_gone
+expect_eq "no transaction removed more than batch_size rows" 300 \
+  "$(q db_a -c "SELECT max(n) FROM (SELECT count(*) n FROM deletions GROUP BY txid) t")"
+passes=$(q db_a -c "SELECT runs FROM ttl_stats")
+limited=$(q db_a -c "SELECT limit_reached FROM ttl_stats")
+if [ "$limited" -ge 9 ]; then pass "limit_reached rose ($limited passes hit max_table_removes)"; else fail "limit_reached is $limited"; fi
+if [ "$passes" -ge 10 ]; then pass "at least 10 passes for 10,000 rows ($passes)"; else fail "only $passes passes"; fi
+# deletions are grouped into passes by gaps of more than half the frequency between rows
+expect_eq "no pass removed more than 1000 rows" 1000 "$(q db_a <<'SQL'
+SELECT max(n) FROM (
+  SELECT count(*) n FROM (
+    SELECT sum(gap::int) OVER (ORDER BY at) AS pass FROM (
+      SELECT at, at - lag(at) OVER (ORDER BY at) > interval '100 ms' AS gap FROM deletions) g) p
+  GROUP BY pass) t;
+SQL
+)"
+q db_a -c "DROP TRIGGER log_deletion ON events; DROP TABLE deletions; DROP FUNCTION log_deletion()"
+reset_gucs
+
+echo "== max_total_removes caps a pass across two databases"
+set_guc jsonb_ttl.enabled off
+set_guc jsonb_ttl.frequency 3000
+set_guc jsonb_ttl.max_total_removes 1000
+sleep 0.5
+for db in db_a db_b; do
+  q $db -c "INSERT INTO events (label, doc) SELECT 'bulk', jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 3000) g"
+done
+q db_a -c "SELECT ttl_stats_reset()" >/dev/null
+set_guc jsonb_ttl.enabled on
+removed_both() {
+  echo $(( $(q db_a -c "SELECT 3000 - count(*) FROM events WHERE label = 'bulk'") + $(q db_b -c "SELECT 3000 - count(*) FROM events WHERE label = 'bulk'") ))
+}
+first_pass() { [ "$(removed_both)" -gt 0 ]; }
+wait_for "the first pass after enabling (frequency 3 s)" 4 first_pass
+sleep 1   # well inside the 3-second budget window the first claim opened
+removed=$(removed_both)
+expect_eq "the first pass of both databases together removed max_total_removes rows" 1000 "$removed"
+set_guc jsonb_ttl.frequency 200
+gone_both() { [ "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'bulk'")$(q db_b -c "SELECT count(*) FROM events WHERE label = 'bulk'")" = 00 ]; }
+wait_for "all removed after enough windows" 10 gone_both
+reset_gucs
+
+echo "== a table with 200,000 expired rows does not starve one with 10"
+q db_b <<'SQL'
+CREATE TABLE big (doc jsonb);
+CREATE TABLE small (doc jsonb);
+SELECT FROM ttl_index_create('big', 'at', 0);
+SELECT FROM ttl_index_create('small', 'at', 0);
+SQL
+set_guc jsonb_ttl.enabled off
+sleep 0.5
+q db_b -c "INSERT INTO big SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 200000) g"
+q db_b -c "INSERT INTO small SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 10) g"
+q db_a -c "SELECT ttl_stats_reset()" >/dev/null
+set_guc jsonb_ttl.enabled on
+small_done() { [ "$(q db_b -c "SELECT runs > 0 FROM ttl_stats WHERE table_name = 'small'::regclass")" = t ]; }
+wait_for "the small table is visited" 10 small_done
+expect_eq "the small table is emptied in its first pass" "1 10 0" \
+  "$(q db_b -c "SELECT runs, rows_deleted, (SELECT count(*) FROM small) FROM ttl_stats WHERE table_name = 'small'::regclass" | tr '|' ' ')"
+q db_b -c "DROP TABLE big, small"
+
+echo "== frequency reloads at once; enabled = off pauses deletion"
+set_guc jsonb_ttl.frequency 3600000
+sleep 0.5
+q db_a -c "INSERT INTO events (label, doc) VALUES ('reload', '{\"at\": \"2019-01-01\"}')"
+sleep 1
+expect_eq "with frequency = 1 h the row waits" 1 "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'reload'")"
+set_guc jsonb_ttl.frequency 200
+reload_gone() { [ "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'reload'")" = 0 ]; }
+wait_for "after frequency = 200 ms and pg_reload_conf(), a pass within 2 s" 2 reload_gone
+set_guc jsonb_ttl.enabled off
+sleep 0.4
+q db_a -c "INSERT INTO events (label, doc) VALUES ('paused', '{\"at\": \"2019-01-01\"}')"
+sleep 1
+expect_eq "enabled = off: nothing removed" 1 "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'paused'")"
+reset_gucs
+paused_gone() { [ "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'paused'")" = 0 ]; }
+wait_for "enabled = on again: removed" 2 paused_gone
+
+echo "== deletes run as the table's owner; a failing table is skipped, the others purged"
+q db_a <<'SQL'
+CREATE ROLE regress_owner;
+GRANT CREATE ON SCHEMA public TO regress_owner;
+SET ROLE regress_owner;
+CREATE TABLE owned (doc jsonb);
+CREATE TABLE who_deleted (who name, is_superuser boolean);
+CREATE FUNCTION record_who() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS
+$$ BEGIN
+  INSERT INTO who_deleted SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
+  RETURN OLD;
+END $$;
+CREATE TRIGGER record_who BEFORE DELETE ON owned FOR EACH ROW EXECUTE FUNCTION record_who();
+SELECT FROM ttl_index_create('owned', 'at', 0);
+CREATE TABLE failing (doc jsonb);
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes here'; END $$;
+CREATE TRIGGER refuse BEFORE DELETE ON failing FOR EACH ROW EXECUTE FUNCTION refuse();
+SELECT FROM ttl_index_create('failing', 'at', 0);
+RESET ROLE;
+INSERT INTO owned VALUES ('{"at": "2019-01-01"}'), ('{"at": "2019-01-02"}');
+INSERT INTO failing VALUES ('{"at": "2019-01-01"}');
+INSERT INTO events (label, doc) VALUES ('neighbour', '{"at": "2019-01-01"}');
+SQL
+owned_gone() { [ "$(q db_a -c "SELECT count(*) FROM owned")" = 0 ]; }
+wait_for "the owner's table is purged" 2 owned_gone
+expect_eq "the DELETE trigger saw the table's owner, not a superuser" "regress_owner|false" \
+  "$(q db_a -c "SELECT DISTINCT who || '|' || is_superuser FROM who_deleted")"
+neighbour_gone() { [ "$(q db_a -c "SELECT count(*) FROM events WHERE label = 'neighbour'")" = 0 ]; }
+wait_for "a table next to a failing one is purged" 2 neighbour_gone
+errors() { [ "$(q db_a -c "SELECT errors >= 2 FROM ttl_stats WHERE table_name = 'failing'::regclass")" = t ]; }
+wait_for "the failing table is counted at each pass" 2 errors
+expect_eq "its last error is kept" "no deletes here" \
+  "$(q db_a -c "SELECT last_error FROM ttl_stats WHERE table_name = 'failing'::regclass")"
+expect_eq "and its row stays" 1 "$(q db_a -c "SELECT count(*) FROM failing")"
+expect_eq "ttl_stats shows the lag of the failing table" "2019-01-01 00:00:00+00" \
+  "$(q db_a -c "SET TimeZone = 'UTC'; SELECT oldest_expired FROM ttl_stats WHERE table_name = 'failing'::regclass")"
+if grep -q 'skipping table public.failing in this pass: no deletes here' "$ROOT/build/$CLUSTER/server.log"; then
+  pass "the failure is logged with the table's name"
+else
+  fail "no log line names the failing table"
+fi
+expect_eq "the worker did not restart" 1 \
+  "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'db_a'")"
+q db_a -c "DROP TABLE owned, who_deleted, failing; DROP FUNCTION record_who(), refuse(); REVOKE CREATE ON SCHEMA public FROM regress_owner; DROP ROLE regress_owner"
+
+echo "== CREATE EXTENSION in a new database is served; DROP DATABASE without FORCE succeeds"
+q postgres -c "CREATE DATABASE db_new"
+q db_new -c "CREATE EXTENSION jsonb_ttl"
+events_table db_new
+q db_new -c "INSERT INTO events (label, doc) VALUES ('x', '{\"at\": \"2019-01-01\"}')"
+new_gone() { [ "$(q db_new -c "SELECT count(*) FROM events")" = 0 ]; }
+wait_for "a new database is served within two passes" 1 new_gone
+worker_in() { [ "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = '$1'")" = "$2" ]; }
+wait_for "its worker runs" 1 worker_in db_new 1
+if q postgres -c "DROP DATABASE db_new"; then pass "DROP DATABASE without FORCE while its worker runs"; else fail "DROP DATABASE failed"; fi
+wait_for "the other databases keep their workers" 2 worker_in db_a 1
+q db_a -c "DROP EXTENSION jsonb_ttl CASCADE" 2>/dev/null
+wait_for "after DROP EXTENSION the worker goes away quietly" 2 worker_in db_a 0
+if grep -E 'ERROR|FATAL|PANIC' "$ROOT/build/$CLUSTER/server.log" | grep -v 'no deletes here' | grep -qv 'terminating background worker'; then
+  fail "unexpected errors in the server log:"; grep -E 'ERROR|FATAL|PANIC' "$ROOT/build/$CLUSTER/server.log" | grep -v 'no deletes here' | head -5
+else
+  pass "no other error in the server log"
+fi
+finish
