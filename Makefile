@@ -40,7 +40,7 @@ e2e: install
 
 ## make run: a local cluster (build/run) with jsonb_ttl preloaded and the demo loaded.
 run: deps install-release
-	scripts/cluster.sh start run $(RUN_PORT)
+	scripts/cluster.sh start run $(RUN_PORT) "jsonb_ttl.frequency = 1000"
 	$(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d postgres -qAt \
 	  -c "SELECT 1 FROM pg_database WHERE datname = 'demo'" | grep -q 1 || \
 	  $(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d postgres -qc "CREATE DATABASE demo"

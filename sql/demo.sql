@@ -1,16 +1,27 @@
--- make run: a small demo of jsonb_ttl in the database "demo".
+-- make run: a live demo of jsonb_ttl in the database "demo". Rows expire over the next minute
+-- and the background worker removes them while you watch.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS jsonb_ttl;
 DROP TABLE IF EXISTS demo_events;
 CREATE TABLE demo_events (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+SELECT index_name, expire_after FROM ttl_index_create('demo_events', 'creationDate', interval '10 seconds');
+
+-- 60 events created over the last 10 seconds and the next 50: one expires every second
+INSERT INTO demo_events (doc)
+SELECT jsonb_build_object('kind', 'click', 'n', g,
+                          'creationDate', to_char((now() + (g - 10) * interval '1 second') AT TIME ZONE 'UTC',
+                                                 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+FROM generate_series(1, 60) g;
+-- dates in other shapes: Unix seconds, MongoDB Extended JSON; and rows that never expire
 INSERT INTO demo_events (doc) VALUES
   ('{"kind": "login",  "creationDate": 1550165973}'),
-  ('{"kind": "click",  "creationDate": "2019-02-14T17:39:33.000Z"}'),
   ('{"kind": "mongo",  "creationDate": {"$date": {"$numberLong": "1550165973000"}}}'),
   ('{"kind": "future", "creationDate": "2999-01-01T00:00:00+01:00"}'),
-  ('{"kind": "broken", "creationDate": "2019-02-30"}');
-CREATE INDEX demo_events_ttl ON demo_events (ttl_timestamp(doc -> 'creationDate'));
+  ('{"kind": "broken", "creationDate": "2019-02-30"}'),
+  ('{"kind": "no date"}');
 RESET client_min_messages;
-\echo 'The reference time each document holds (NULL: never expires):'
-SELECT id, doc ->> 'kind' AS kind, ttl_timestamp(doc -> 'creationDate') AS reference_time
-FROM demo_events ORDER BY id;
+
+\echo
+\echo 'Watch the rows go (one a second):   SELECT count(*) FROM demo_events \\watch 1'
+\echo 'What the worker did:                SELECT * FROM ttl_stats;'
+\echo 'Server totals:                      SELECT * FROM ttl_statistics();'
