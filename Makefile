@@ -3,7 +3,7 @@
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
-RUN_SOCK   = $(CURDIR)/build/run/sock
+RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
 .PHONY: deps test unit regress isolation e2e install install-release run stop bench fmt lint clean-clusters
 
@@ -18,10 +18,9 @@ deps:
 test: deps unit regress isolation e2e
 
 unit:
-	rm -rf $(CURDIR)/build/pgrx-test-data
-	mkdir -p $(CURDIR)/build/pgrx-test-data
-	chown postgres: $(CURDIR)/build/pgrx-test-data
-	cargo pgrx test pg15 --runas postgres --pgdata $(CURDIR)/build/pgrx-test-data
+	@d=$$(scripts/cluster.sh dir pgrx-test-data); rm -rf $$d && mkdir -p $$d && chown postgres: $$d && \
+	  echo "cargo pgrx test pg15 --runas postgres --pgdata $$d" && \
+	  cargo pgrx test pg15 --runas postgres --pgdata $$d
 
 install:
 	cargo pgrx install --pg-config $(PG_CONFIG)

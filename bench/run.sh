@@ -23,7 +23,7 @@ SETTINGS=("shared_buffers = '2GB'" "max_parallel_workers_per_gather = 0" "jit = 
 scripts/cluster.sh destroy "$NAME"
 trap 'scripts/cluster.sh destroy "$NAME"' EXIT
 scripts/cluster.sh start "$NAME" "$PORT" "${SETTINGS[@]}"
-psql() { "$PGBIN/psql" -h "$ROOT/build/$NAME/sock" -p "$PORT" -U postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql() { "$PGBIN/psql" -h "$(scripts/cluster.sh dir "$NAME")/sock" -p "$PORT" -U postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql -d postgres -c "CREATE DATABASE bench"
 db() { psql -d bench "$@"; }
 

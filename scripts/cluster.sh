@@ -3,16 +3,26 @@
 #   scripts/cluster.sh start NAME PORT [extra postgresql.conf lines...]
 #   scripts/cluster.sh stop NAME
 #   scripts/cluster.sh destroy NAME
-# Data, socket and log live under build/NAME/. The server listens on the Unix socket in
-# build/NAME/sock and on 127.0.0.1:PORT, nowhere else.
+#   scripts/cluster.sh dir NAME        prints the cluster's folder
+# Data, socket and log live in the cluster's folder, build/NAME/ — or, when the postgres user
+# cannot reach build/ (a checkout under a private folder) or the socket path would be too long,
+# /tmp/jsonb_ttl-<checkout hash>/NAME/. The server listens on the Unix socket in its folder's
+# sock/ and on 127.0.0.1:PORT, nowhere else.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PGBIN=$(/usr/lib/postgresql/15/bin/pg_config --bindir)
-cmd=${1:?start|stop|destroy}
+cmd=${1:?start|stop|destroy|dir}
 name=${2:?cluster name}
-dir=$ROOT/build/$name
 as_pg() { runuser -u postgres -- "$@"; }
+
+base=$ROOT/build
+mkdir -p "$base"
+if [ ${#base} -gt 60 ] || ! runuser -u postgres -- test -x "$base"; then
+  base=/tmp/jsonb_ttl-$(echo "$ROOT" | md5sum | cut -c1-8)
+  mkdir -p "$base" && chmod 755 "$base"
+fi
+dir=$base/$name
 
 case "$cmd" in
 start)
@@ -44,8 +54,11 @@ destroy)
   "$0" stop "$name"
   rm -rf "$dir"
   ;;
+dir)
+  echo "$dir"
+  ;;
 *)
-  echo "usage: $0 start|stop|destroy NAME [PORT]" >&2
+  echo "usage: $0 start|stop|destroy|dir NAME [PORT]" >&2
   exit 2
   ;;
 esac

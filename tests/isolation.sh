@@ -24,7 +24,7 @@ fi
 status=0
 "$PGXS/src/test/isolation/pg_isolation_regress" \
   --bindir="$($PG_CONFIG --bindir)" \
-  --host="$ROOT/build/$NAME/sock" --port="$PORT" --user=postgres \
+  --host="$(scripts/cluster.sh dir "$NAME")/sock" --port="$PORT" --user=postgres \
   --inputdir=tests/isolation --outputdir="$out" \
   --dbname=jsonb_ttl_isolation --load-extension=jsonb_ttl \
   "${specs[@]}" || status=$?

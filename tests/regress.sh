@@ -27,7 +27,7 @@ rm -rf "$out" && mkdir -p "$out" && chmod 777 "$out"
 status=0
 "$PGXS/src/test/regress/pg_regress" \
   --bindir="$($PG_CONFIG --bindir)" \
-  --host="$ROOT/build/$NAME/sock" --port="$PORT" --user=postgres \
+  --host="$(scripts/cluster.sh dir "$NAME")/sock" --port="$PORT" --user=postgres \
   --inputdir=tests/pg_regress --outputdir="$out" \
   --dbname=jsonb_ttl_regress --load-extension=jsonb_ttl \
   --launcher="$ROOT/tests/pg_regress/launcher.sh" \

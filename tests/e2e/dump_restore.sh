@@ -21,9 +21,9 @@ listing="SELECT table_name::text, column_name, path, json_path, expire_after, nu
          FROM ttl_indexes ORDER BY 1"
 before=$(q src -c "$listing")
 
-"$PGBIN/pg_dump" -h "$SOCK" -p "$PORT" -U postgres -Fc -f "$ROOT/build/e2e-dump/src.dump" src
+"$PGBIN/pg_dump" -h "$SOCK" -p "$PORT" -U postgres -Fc -f "$CLUSTER_DIR/src.dump" src
 q postgres -c "CREATE DATABASE dst"
-"$PGBIN/pg_restore" -h "$SOCK" -p "$PORT" -U postgres -d dst --exit-on-error "$ROOT/build/e2e-dump/src.dump"
+"$PGBIN/pg_restore" -h "$SOCK" -p "$PORT" -U postgres -d dst --exit-on-error "$CLUSTER_DIR/src.dump"
 after=$(q dst -c "$listing")
 
 expect_eq "three TTL indexes in the source" 3 "$(q src -c 'SELECT count(*) FROM ttl_indexes')"

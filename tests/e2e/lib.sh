@@ -12,7 +12,8 @@ start_cluster() {
   "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"
   trap 'status=$?; "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"; exit $status' EXIT
   "$ROOT/scripts/cluster.sh" start "$CLUSTER" "$PORT" "$@"
-  SOCK=$ROOT/build/$CLUSTER/sock
+  CLUSTER_DIR=$("$ROOT/scripts/cluster.sh" dir "$CLUSTER")
+  SOCK=$CLUSTER_DIR/sock
 }
 
 # psql against database $1 of the test cluster, unaligned and quiet.

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-primary 28832 "jsonb_ttl.frequency = 200"
 PRIMARY_SOCK=$SOCK PRIMARY_PORT=$PORT
-STANDBY_DIR=$ROOT/build/e2e-standby STANDBY_PORT=28833
+STANDBY_DIR=$("$ROOT/scripts/cluster.sh" dir e2e-standby) STANDBY_PORT=28833
 stop_standby() {
   [ -f "$STANDBY_DIR/data/postmaster.pid" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$STANDBY_DIR/data" -m immediate -w stop >/dev/null
   rm -rf "$STANDBY_DIR"
@@ -43,7 +43,7 @@ standby_caught_up() { [ "$(sq app "SELECT count(*) FROM events")" = 100 ]; }
 wait_for "the deletes reach the standby through WAL" 5 standby_caught_up
 expect_eq "the standby never counted a deletion" 0 "$(sq app "SELECT coalesce(sum(rows_deleted), 0) FROM ttl_stats")"
 
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$ROOT/build/$CLUSTER/data" -m fast -w stop >/dev/null
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null
 expect_eq "pg_promote() on the standby" t "$(sq postgres "SELECT pg_promote()")"
 launcher_up() { [ "$(sq postgres "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl launcher'")" = 1 ]; }
 wait_for "the launcher starts on the promoted server" 10 launcher_up

@@ -182,7 +182,7 @@ expect_eq "its last error is kept" "no deletes here" \
 expect_eq "and its row stays" 1 "$(q db_a -c "SELECT count(*) FROM failing")"
 expect_eq "ttl_stats shows the lag of the failing table" "2019-01-01 00:00:00+00" \
   "$(q db_a -c "SET TimeZone = 'UTC'; SELECT oldest_expired FROM ttl_stats WHERE table_name = 'failing'::regclass")"
-if grep -q 'skipping table public.failing in this pass: no deletes here' "$ROOT/build/$CLUSTER/server.log"; then
+if grep -q 'skipping table public.failing in this pass: no deletes here' "$CLUSTER_DIR/server.log"; then
   pass "the failure is logged with the table's name"
 else
   fail "no log line names the failing table"
@@ -204,8 +204,8 @@ if q postgres -c "DROP DATABASE db_new"; then pass "DROP DATABASE without FORCE 
 wait_for "the other databases keep their workers" 2 worker_in db_a 1
 q db_a -c "DROP EXTENSION jsonb_ttl CASCADE" 2>/dev/null
 wait_for "after DROP EXTENSION the worker goes away quietly" 2 worker_in db_a 0
-if grep -E 'ERROR|FATAL|PANIC' "$ROOT/build/$CLUSTER/server.log" | grep -v 'no deletes here' | grep -qv 'terminating background worker'; then
-  fail "unexpected errors in the server log:"; grep -E 'ERROR|FATAL|PANIC' "$ROOT/build/$CLUSTER/server.log" | grep -v 'no deletes here' | head -5
+if grep -E 'ERROR|FATAL|PANIC' "$CLUSTER_DIR/server.log" | grep -v 'no deletes here' | grep -qv 'terminating background worker'; then
+  fail "unexpected errors in the server log:"; grep -E 'ERROR|FATAL|PANIC' "$CLUSTER_DIR/server.log" | grep -v 'no deletes here' | head -5
 else
   pass "no other error in the server log"
 fi
