@@ -241,7 +241,8 @@ fn ttl_index_create(
     }
 
     let index_name = choose_index_name(&table);
-    let reference = catalog::reference_expr(&ext, &resolved, unit);
+    let reference = catalog::reference_expr(&ext, &resolved, unit)
+        .expect("path resolution accepts only columns that hold a time");
     Spi::run(&format!(
         "CREATE INDEX {} ON ONLY {}.{} ({reference}) WHERE {reference} IS NOT NULL",
         quote_identifier(&index_name),
@@ -363,7 +364,7 @@ fn ttl_oldest_expired(tbl: Oid) -> Option<TimestampWithTimeZone> {
     }
     let ext = catalog::extension_schema();
     let index = catalog::load(&ext, Some(tbl)).into_iter().next()?;
-    let reference = catalog::reference_expr(&ext, &index.resolved, index.unit);
+    let reference = catalog::reference_expr(&ext, &index.resolved, index.unit).ok()?;
     Spi::get_one_with_args::<TimestampWithTimeZone>(
         &format!(
             "SELECT {reference} FROM ONLY {} WHERE {reference} < now() - $1 \

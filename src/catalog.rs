@@ -80,10 +80,15 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 
 /// The SQL expression of the reference time of a row, schema-qualified so it means the same
 /// under any search_path. The index is built on it and the deleter filters on it, so the
-/// planner always matches the two.
-pub fn reference_expr(ext_schema: &str, resolved: &Resolved, unit: NumericUnit) -> String {
+/// planner always matches the two. An error when the column can no longer hold a time (it was
+/// dropped or changed type behind the catalog's back).
+pub fn reference_expr(
+    ext_schema: &str,
+    resolved: &Resolved,
+    unit: NumericUnit,
+) -> Result<String, String> {
     let column = quote_identifier(&resolved.column);
-    match resolved.kind {
+    Ok(match resolved.kind {
         ColumnKind::Jsonb => {
             let value = resolved.json_path.iter().fold(column, |value, key| {
                 format!("({value} -> {}::text)", quote_literal(key))
@@ -100,8 +105,12 @@ pub fn reference_expr(ext_schema: &str, resolved: &Resolved, unit: NumericUnit) 
             "{ext_schema}.ttl_unix_timestamp(({column})::numeric, '{}')",
             unit.name()
         ),
-        ColumnKind::Other => unreachable!("path resolution refuses other column types"),
-    }
+        ColumnKind::Other => {
+            return Err(format!(
+                "column {column} no longer exists or can no longer hold a point in time"
+            ))
+        }
+    })
 }
 
 /// Loads the TTL index of `table`, or all of them, oldest table first.

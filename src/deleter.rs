@@ -23,15 +23,15 @@ use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
 use pgrx::PgBuiltInOids;
 
 /// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
-pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> String {
-    let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit);
+pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
     let table = &index.qualified_table;
-    format!(
+    Ok(format!(
         "DELETE FROM ONLY {table} WHERE ctid = ANY (ARRAY(\
             SELECT ctid FROM ONLY {table} WHERE {reference} < now() - $1 \
             ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED)) \
          AND {reference} < now() - $1"
-    )
+    ))
 }
 
 /// The parameter types of the batch statement: expire_after, limit.
@@ -43,7 +43,8 @@ pub fn prepare<'conn>(
     ext_schema: &str,
     index: &TtlIndex,
 ) -> SpiResult<PreparedStatement<'conn>> {
-    client.prepare_mut(&batch_sql(ext_schema, index), &BATCH_ARGS.map(|t| t.oid()))
+    let sql = batch_sql(ext_schema, index).unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+    client.prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
 }
 
 /// Runs one batch and returns the rows it removed (at most `limit`).

@@ -188,7 +188,10 @@ impl Worker {
 
     /// Removes the expired rows of one table, batch by batch, within the limits.
     fn purge(&mut self, ext: &str, index: &TtlIndex) -> (u64, Limit) {
-        let sql = deleter::batch_sql(ext, index);
+        let sql = match deleter::batch_sql(ext, index) {
+            Ok(sql) => sql,
+            Err(e) => return report(index, 0, Limit::None, Some(e)),
+        };
         let mut removed = 0u64;
         let mut limit = Limit::None;
         let mut error: Option<String> = None;
@@ -223,22 +226,12 @@ impl Worker {
                 Err(e) => {
                     registry::give_back(granted);
                     self.statements.remove(&index.table);
-                    log!(
-                        "jsonb_ttl: skipping table {} in this pass: {e}",
-                        index.display_name
-                    );
                     error = Some(e);
                     break;
                 }
             }
         }
-        stats::record_run(&stats::Run {
-            table: index.table,
-            rows_deleted: removed,
-            limit_reached: limit != Limit::None,
-            error: error.as_deref(),
-        });
-        (removed, limit)
+        report(index, removed, limit, error)
     }
 
     /// One batch in its own transaction, as the table's owner.
@@ -283,6 +276,23 @@ impl Worker {
             _ => !BackgroundWorker::sigterm_received(),
         }
     }
+}
+
+/// Logs a failed table and records the visit in the statistics.
+fn report(index: &TtlIndex, removed: u64, limit: Limit, error: Option<String>) -> (u64, Limit) {
+    if let Some(e) = &error {
+        log!(
+            "jsonb_ttl: skipping table {} in this pass: {e}",
+            index.display_name
+        );
+    }
+    stats::record_run(&stats::Run {
+        table: index.table,
+        rows_deleted: removed,
+        limit_reached: limit != Limit::None,
+        error: error.as_deref(),
+    });
+    (removed, limit)
 }
 
 /// Which limit, if any, cut a table's purge short.
