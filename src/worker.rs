@@ -120,10 +120,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     } else {
         Duration::ZERO
     };
-    loop {
-        let Ok(ext) = in_transaction(catalog::find_extension_schema) else {
-            break;
-        };
+    while let Ok(ext) = in_transaction(catalog::find_extension_schema) {
         let Some(ext) = ext else {
             // CREATE EXTENSION wakes the launcher before it commits: wait for it a little.
             if !patience.is_zero() && sleep(Duration::from_millis(100)) {
