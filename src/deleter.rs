@@ -22,6 +22,19 @@ use pgrx::prelude::*;
 use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
 use pgrx::PgBuiltInOids;
 
+/// The probe of a TTL index: is any row expired? (parameter: `$1 interval` expire_after). An
+/// index scan that stops at the first entry: no user code runs, no row is locked.
+pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
+    Ok(format!(
+        "SELECT 1 FROM ONLY {} WHERE {reference} < now() - $1 LIMIT 1",
+        index.qualified_table
+    ))
+}
+
+/// The parameter type of the probe: expire_after.
+pub const PROBE_ARGS: [PgBuiltInOids; 1] = [PgBuiltInOids::INTERVALOID];
+
 /// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
 pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;

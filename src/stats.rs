@@ -7,7 +7,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::shmem::PGRXSharedMemory;
 use pgrx::{PgAtomic, PgLwLock};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// TTL indexes tracked at once, server-wide; beyond it the least recently run entry is reused.
 pub const MAX_ENTRIES: usize = 2048;
@@ -58,6 +59,9 @@ static ENTRIES: PgLwLock<Entries> = unsafe { PgLwLock::new(c"jsonb_ttl_stats") }
 static TOTAL_RUNS: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_runs") };
 static TOTAL_ROWS: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_rows") };
 static TOTAL_LIMIT: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_limit") };
+/// The most recent pass of any database: when it ended (TimestampTz) and how long it took (µs).
+static LAST_PASS_AT: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"jsonb_ttl_pass_at") };
+static LAST_PASS_US: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_pass_us") };
 
 /// Requests the shared memory; from `_PG_init` while preloading.
 pub fn init() {
@@ -65,6 +69,8 @@ pub fn init() {
     pgrx::pg_shmem_init!(TOTAL_RUNS);
     pgrx::pg_shmem_init!(TOTAL_ROWS);
     pgrx::pg_shmem_init!(TOTAL_LIMIT);
+    pgrx::pg_shmem_init!(LAST_PASS_AT);
+    pgrx::pg_shmem_init!(LAST_PASS_US);
 }
 
 /// What one pass did to one TTL index.
@@ -114,7 +120,13 @@ pub fn record_run(run: &Run) {
 }
 
 /// Records one pass of one database's worker in the server totals.
-pub fn record_pass(rows_deleted: u64, limit_reached: bool) {
+pub fn record_pass(rows_deleted: u64, limit_reached: bool, took: Duration) {
+    LAST_PASS_AT
+        .get()
+        .store(unsafe { pg_sys::GetCurrentTimestamp() }, Ordering::Relaxed);
+    LAST_PASS_US
+        .get()
+        .store(took.as_micros() as u64, Ordering::Relaxed);
     TOTAL_RUNS.get().fetch_add(1, Ordering::Relaxed);
     TOTAL_ROWS.get().fetch_add(rows_deleted, Ordering::Relaxed);
     TOTAL_LIMIT
@@ -171,7 +183,8 @@ fn ttl_stats_entries() -> TableIterator<
     TableIterator::new(rows)
 }
 
-/// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a limit.
+/// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a
+/// limit; and when the most recent pass (of any database) ended and how long it took.
 #[pg_extern(volatile, parallel_safe)]
 fn ttl_statistics() -> TableIterator<
     'static,
@@ -179,15 +192,19 @@ fn ttl_statistics() -> TableIterator<
         name!(runs, i64),
         name!(rows_deleted, i64),
         name!(limit_reached, i64),
+        name!(last_pass_at, Option<TimestampWithTimeZone>),
+        name!(last_pass_ms, f64),
     ),
 > {
     if !crate::preloaded() {
-        return TableIterator::once((0, 0, 0));
+        return TableIterator::once((0, 0, 0, None, 0.0));
     }
     TableIterator::once((
         TOTAL_RUNS.get().load(Ordering::Relaxed) as i64,
         TOTAL_ROWS.get().load(Ordering::Relaxed) as i64,
         TOTAL_LIMIT.get().load(Ordering::Relaxed) as i64,
+        timestamptz(LAST_PASS_AT.get().load(Ordering::Relaxed)),
+        LAST_PASS_US.get().load(Ordering::Relaxed) as f64 / 1000.0,
     ))
 }
 
@@ -203,4 +220,6 @@ fn ttl_stats_reset() {
     TOTAL_RUNS.get().store(0, Ordering::Relaxed);
     TOTAL_ROWS.get().store(0, Ordering::Relaxed);
     TOTAL_LIMIT.get().store(0, Ordering::Relaxed);
+    LAST_PASS_AT.get().store(0, Ordering::Relaxed);
+    LAST_PASS_US.get().store(0, Ordering::Relaxed);
 }

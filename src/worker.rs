@@ -62,11 +62,35 @@ fn sleep(duration: Duration) -> bool {
     alive
 }
 
+/// A statement prepared once and kept across transactions, with the SQL it was prepared from
+/// (a rename changes the SQL and the statement is prepared again).
+type Prepared = (String, OwnedPreparedStatement);
+
+/// The statement for `table` in `cache`, prepared now if missing or stale.
+fn prepared<'a>(
+    cache: &'a mut HashMap<Oid, Prepared>,
+    table: Oid,
+    sql: &str,
+    args: &[pgrx::PgBuiltInOids],
+) -> &'a OwnedPreparedStatement {
+    if cache
+        .get(&table)
+        .is_none_or(|(prepared_sql, _)| prepared_sql != sql)
+    {
+        let args: Vec<_> = args.iter().map(|t| t.oid()).collect();
+        let statement = Spi::connect(|client| client.prepare_mut(sql, &args).map(|s| s.keep()))
+            .unwrap_or_else(|e| error!("cannot prepare {sql}: {e}"));
+        cache.insert(table, (sql.to_string(), statement));
+    }
+    &cache[&table].1
+}
+
 /// What the worker keeps between passes.
 struct Worker {
-    /// The batch statement of each table, prepared once, with the SQL it was prepared from
-    /// (a rename changes the SQL and the statement is prepared again).
-    statements: HashMap<Oid, (String, OwnedPreparedStatement)>,
+    /// The batch statement of each table.
+    statements: HashMap<Oid, Prepared>,
+    /// The probe of each table (is anything expired?).
+    probes: HashMap<Oid, Prepared>,
     /// Where the next pass starts, so no table is always first.
     next_start: usize,
 }
@@ -113,6 +137,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
 
     let mut worker = Worker {
         statements: HashMap::new(),
+        probes: HashMap::new(),
         next_start: 0,
     };
     let mut patience = if just_created {
@@ -165,14 +190,22 @@ impl Worker {
                 return;
             }
         };
+        let started = Instant::now();
         self.statements
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+        self.probes
+            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+        let expired = self.probe(ext, &indexes);
         let mut pass_removed = 0u64;
         let mut pass_limited = false;
         let count = indexes.len();
         for k in 0..count {
-            let index = &indexes[(self.next_start + k) % count];
-            let (removed, limit) = self.purge(ext, index);
+            let at = (self.next_start + k) % count;
+            let index = &indexes[at];
+            let (removed, limit) = match expired[at] {
+                true => self.purge(ext, index),
+                false => report(index, 0, Limit::None, None),
+            };
             pass_removed += removed;
             pass_limited |= limit != Limit::None;
             if limit == Limit::Server || BackgroundWorker::sigterm_received() {
@@ -180,7 +213,47 @@ impl Worker {
             }
         }
         self.next_start = self.next_start.wrapping_add(1);
-        stats::record_pass(pass_removed, pass_limited);
+        stats::record_pass(pass_removed, pass_limited, started.elapsed());
+    }
+
+    /// Which of `indexes` have an expired row now, probed in one transaction through their TTL
+    /// indexes, so an idle pass costs one transaction, not one per table. A table whose lock is
+    /// not free at once counts as expired (its batch waits lock_timeout at most); when the probe
+    /// itself fails, every table does.
+    fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
+        let probes = &mut self.probes;
+        let probed = in_transaction(|| {
+            set_local_lock_timeout(gucs::LOCK_TIMEOUT_MS.get());
+            indexes
+                .iter()
+                .map(|index| {
+                    let Ok(sql) = deleter::probe_sql(ext, index) else {
+                        return true; // purge() reports why
+                    };
+                    let locked = unsafe {
+                        pg_sys::ConditionalLockRelationOid(
+                            index.table,
+                            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+                        )
+                    };
+                    if !locked {
+                        return true;
+                    }
+                    let statement = prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
+                    Spi::connect(|client| {
+                        client
+                            .select(statement, Some(1), &[index.expire_after.into()])
+                            .map(|rows| !rows.is_empty())
+                    })
+                    .unwrap_or(true)
+                })
+                .collect()
+        });
+        probed.unwrap_or_else(|e| {
+            debug1!("jsonb_ttl: probe failed, visiting every table: {e}");
+            self.probes.clear();
+            vec![true; indexes.len()]
+        })
     }
 
     /// Removes the expired rows of one table, batch by batch, within the limits.
@@ -235,23 +308,9 @@ impl Worker {
     fn batch(&mut self, sql: &str, index: &TtlIndex, limit: i64) -> Result<u64, String> {
         let statements = &mut self.statements;
         in_transaction(|| {
-            Spi::run(&format!(
-                "SET LOCAL lock_timeout = {}",
-                gucs::LOCK_TIMEOUT_MS.get()
-            ))
-            .expect("SET LOCAL lock_timeout");
+            set_local_lock_timeout(gucs::LOCK_TIMEOUT_MS.get());
             owner::as_table_owner(index.owner, || {
-                let stale = statements.get(&index.table).is_none_or(|(s, _)| s != sql);
-                if stale {
-                    let statement = Spi::connect(|client| {
-                        client
-                            .prepare_mut(sql, &deleter::BATCH_ARGS.map(|t| t.oid()))
-                            .map(|s| s.keep())
-                    })
-                    .unwrap_or_else(|e| error!("cannot prepare the delete: {e}"));
-                    statements.insert(index.table, (sql.to_string(), statement));
-                }
-                let (_, statement) = &statements[&index.table];
+                let statement = prepared(statements, index.table, sql, &deleter::BATCH_ARGS);
                 Spi::connect_mut(|client| {
                     deleter::run_batch(client, statement, index.expire_after, limit)
                 })
@@ -272,6 +331,23 @@ impl Worker {
             Some(rest) if !rest.is_zero() => sleep(rest),
             _ => !BackgroundWorker::sigterm_received(),
         }
+    }
+}
+
+/// `SET LOCAL lock_timeout = ms`, without a round trip through SQL.
+fn set_local_lock_timeout(ms: i32) {
+    let value = std::ffi::CString::new(ms.to_string()).expect("digits");
+    unsafe {
+        pg_sys::set_config_option(
+            c"lock_timeout".as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            true,
+            PgLogLevel::ERROR as i32,
+            false,
+        );
     }
 }
 
