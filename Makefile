@@ -5,7 +5,7 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test unit regress isolation e2e install install-release run stop bench fmt lint clean-clusters
+.PHONY: deps test test-long unit regress isolation e2e install install-release run stop bench fmt lint clean-clusters
 
 deps:
 	@scripts/install-deps.sh
@@ -16,6 +16,10 @@ deps:
 ##   isolation  isolationtester specs, tests/isolation
 ##   e2e        end-to-end scripts against a cluster with the library preloaded, tests/e2e
 test: deps unit regress isolation e2e
+
+## make test-long: the race test at full size (1M rows, 60 s of concurrent date moves).
+test-long: deps install
+	RACE_ROWS=1000000 RACE_SECONDS=60 tests/e2e/race.sh
 
 unit:
 	@d=$$(scripts/cluster.sh dir pgrx-test-data); rm -rf $$d && mkdir -p $$d && chown postgres: $$d && \

@@ -131,9 +131,10 @@ CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
     WHEN TAG IN ('ALTER INDEX', 'ALTER TABLE')
     EXECUTE FUNCTION @extschema@._ttl_on_ddl_command_end();
 
--- What the background worker did, one row per TTL index of this database (like pg_stat_*).
+-- What the background worker did, one row per table it deletes from (like pg_stat_*): each TTL
+-- index of this database, or each leaf partition of a partitioned table's TTL index.
 CREATE VIEW ttl_stats AS
-SELECT t.table_oid                              AS table_name,
+SELECT l.relid::regclass                        AS table_name,
        coalesce(s.runs, 0)                      AS runs,
        coalesce(s.rows_deleted, 0)              AS rows_deleted,
        s.last_run_at,
@@ -141,9 +142,11 @@ SELECT t.table_oid                              AS table_name,
        coalesce(s.limit_reached, 0)             AS limit_reached,
        coalesce(s.errors, 0)                    AS errors,
        s.last_error,
-       @extschema@._ttl_oldest_expired(t.table_oid) AS oldest_expired
+       @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
+       t.table_oid                              AS ttl_table
 FROM @extschema@.ttl_index t
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = t.table_oid::oid;
+CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid;
 GRANT SELECT ON ttl_stats TO PUBLIC;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.

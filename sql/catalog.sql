@@ -24,3 +24,14 @@ CREATE TYPE ttl_index_info AS (
     numeric_unit     text,
     is_newly_created boolean
 );
+
+-- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
+-- partition of a partitioned table (ctid is unique only within one).
+CREATE FUNCTION _ttl_targets(tbl regclass) RETURNS SETOF regclass
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p.relid FROM pg_partition_tree(tbl) p WHERE p.isleaf
+    UNION
+    SELECT tbl WHERE (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) <> 'p'
+$$;

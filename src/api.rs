@@ -4,7 +4,7 @@
 //! argument checks (each failure a clear error with a SQLSTATE and a HINT, before anything is
 //! changed), the index DDL, and the catalog rows.
 
-use crate::catalog::{self, TtlIndex};
+use crate::catalog::{self, Scope, TtlIndex};
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, PathErrorKind};
 use crate::{deleter, gucs, owner};
@@ -71,6 +71,7 @@ fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
 /// A table the caller may manage a TTL index on.
 struct Table {
     oid: Oid,
+    partitioned: bool,
     /// `schema.table`, quoted, for messages.
     name: String,
     schema: String,
@@ -108,11 +109,7 @@ fn owned_table(tbl: Option<Oid>) -> Table {
     );
     match kind.as_str() {
         "r" => {}
-        "p" => raise(
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{name} is a partitioned table"),
-            "TTL indexes on partitioned tables are not supported yet; create one on each partition.",
-        ),
+        "p" => {}
         other => {
             let what = match other {
                 "v" => "a view",
@@ -140,6 +137,7 @@ fn owned_table(tbl: Option<Oid>) -> Table {
     }
     Table {
         oid,
+        partitioned: kind == "p",
         name,
         schema,
         relname,
@@ -147,7 +145,9 @@ fn owned_table(tbl: Option<Oid>) -> Table {
 }
 
 fn existing(ext: &str, table: &Table) -> Option<TtlIndex> {
-    catalog::load(ext, Some(table.oid)).into_iter().next()
+    catalog::load(ext, Some(table.oid), Scope::Entries)
+        .into_iter()
+        .next()
 }
 
 fn no_ttl_index(table: &Table) -> ! {
@@ -243,8 +243,11 @@ fn ttl_index_create(
     let index_name = choose_index_name(&table);
     let reference = catalog::reference_expr(&ext, &resolved, unit)
         .expect("path resolution accepts only columns that hold a time");
+    // A partitioned table's index covers every partition, now and future; a plain table's
+    // stays off legacy inheritance children, which are not part of this TTL index.
+    let only = if table.partitioned { "" } else { "ONLY" };
     Spi::run(&format!(
-        "CREATE INDEX {} ON ONLY {}.{} ({reference}) WHERE {reference} IS NOT NULL",
+        "CREATE INDEX {} ON {only} {}.{} ({reference}) WHERE {reference} IS NOT NULL",
         quote_identifier(&index_name),
         quote_identifier(&table.schema),
         quote_identifier(&table.relname),
@@ -330,12 +333,12 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     let indexes = match tbl {
         Some(_) => {
             let table = owned_table(tbl);
-            match existing(&ext, &table) {
-                Some(index) => vec![index],
-                None => no_ttl_index(&table),
+            if existing(&ext, &table).is_none() {
+                no_ttl_index(&table);
             }
+            catalog::load(&ext, Some(table.oid), Scope::Targets)
         }
-        None => catalog::load(&ext, None)
+        None => catalog::load(&ext, None, Scope::Targets)
             .into_iter()
             .filter(|index| owner::has_privileges_of(index.owner))
             .collect(),
@@ -351,19 +354,22 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     removed
 }
 
-/// The oldest reference time of `tbl` that is already expired and still present: how far the
-/// worker lags. NULL when nothing is expired, or when the caller may not read the table.
+/// The oldest reference time of `target` (the TTL index of `tbl`, or one of its partitions) that
+/// is already expired and still present: how far the worker lags. NULL when nothing is
+/// expired, or when the caller may not read the table.
 #[pg_extern(stable, parallel_safe, name = "_ttl_oldest_expired")]
-fn ttl_oldest_expired(tbl: Oid) -> Option<TimestampWithTimeZone> {
+fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     let readable = Spi::get_one_with_args::<bool>(
         "SELECT pg_catalog.has_table_privilege($1, 'SELECT')",
-        &[tbl.into()],
+        &[target.into()],
     );
     if readable != Ok(Some(true)) {
         return None;
     }
     let ext = catalog::extension_schema();
-    let index = catalog::load(&ext, Some(tbl)).into_iter().next()?;
+    let index = catalog::load(&ext, Some(tbl), Scope::Targets)
+        .into_iter()
+        .find(|index| index.table == target)?;
     let reference = catalog::reference_expr(&ext, &index.resolved, index.unit).ok()?;
     Spi::get_one_with_args::<TimestampWithTimeZone>(
         &format!(

@@ -8,10 +8,14 @@ use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
 
-/// One TTL index, as the catalog and the system catalogs describe it now.
+/// One TTL index, as the catalog and the system catalogs describe it now; loaded as a target
+/// (see [`Scope`]), one per leaf partition of a partitioned table.
 #[derive(Clone, Debug)]
 pub struct TtlIndex {
+    /// The table rows are deleted from (a leaf partition, or the table itself).
     pub table: Oid,
+    /// The table the TTL index was created on (the catalog's key).
+    pub root: Oid,
     /// `schema.table`, both quoted.
     pub qualified_table: String,
     /// The table's name as regclass prints it, for messages.
@@ -113,20 +117,37 @@ pub fn reference_expr(
     })
 }
 
-/// Loads the TTL index of `table`, or all of them, oldest table first.
-pub fn load(ext_schema: &str, table: Option<Oid>) -> Vec<TtlIndex> {
+/// What to load from the catalog.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The catalog rows as they are: one per TTL index, keyed by the table it was created on.
+    Entries,
+    /// The tables rows are deleted from: a plain table stands for itself, a partitioned table
+    /// for each of its leaf partitions (ctid is unique only within one).
+    Targets,
+}
+
+/// Loads the TTL index of `table` (the table it was created on), or all of them.
+pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
+    let target = match scope {
+        Scope::Entries => "(SELECT t.table_oid::oid AS relid)".to_string(),
+        Scope::Targets => {
+            format!("(SELECT relid::oid FROM {ext_schema}._ttl_targets(t.table_oid) relid)")
+        }
+    };
     let sql = format!(
-        "SELECT t.table_oid::oid, \
+        "SELECT l.relid, \
                 pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text), \
-                t.table_oid::text, c.relowner, t.column_name::text, a.atttypid, t.json_path, t.path, \
-                t.expire_after, t.numeric_unit, t.index_name::text \
+                l.relid::regclass::text, c.relowner, t.column_name::text, a.atttypid, t.json_path, t.path, \
+                t.expire_after, t.numeric_unit, t.index_name::text, t.table_oid::oid \
          FROM {ext_schema}.ttl_index t \
-         JOIN pg_catalog.pg_class c ON c.oid = t.table_oid \
+         CROSS JOIN LATERAL {target} l \
+         JOIN pg_catalog.pg_class c ON c.oid = l.relid \
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
          LEFT JOIN pg_catalog.pg_attribute a \
                 ON a.attrelid = c.oid AND a.attname = t.column_name AND NOT a.attisdropped \
          WHERE $1 IS NULL OR t.table_oid = $1 \
-         ORDER BY t.table_oid"
+         ORDER BY t.table_oid, l.relid"
     );
     Spi::connect(|client| {
         let table_arg: Option<Oid> = table;
@@ -135,15 +156,15 @@ pub fn load(ext_schema: &str, table: Option<Oid>) -> Vec<TtlIndex> {
             .expect("the TTL catalog is readable")
             .map(|row| {
                 let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
-                let type_oid = row.get::<Oid>(6).ok().flatten().unwrap_or_default();
+                let oid = |i| row.get::<Oid>(i).ok().flatten().unwrap_or_default();
                 TtlIndex {
-                    table: row.get::<Oid>(1).ok().flatten().unwrap_or_default(),
+                    table: oid(1),
                     qualified_table: text(2),
                     display_name: text(3),
-                    owner: row.get::<Oid>(4).ok().flatten().unwrap_or_default(),
+                    owner: oid(4),
                     resolved: Resolved {
                         column: text(5),
-                        kind: kind_of_type(type_oid),
+                        kind: kind_of_type(oid(6)),
                         json_path: row.get::<Vec<String>>(7).ok().flatten().unwrap_or_default(),
                     },
                     path: text(8),
@@ -154,6 +175,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>) -> Vec<TtlIndex> {
                         .unwrap_or_else(|| Interval::from_micros(0)),
                     unit: NumericUnit::from_name(&text(10)).unwrap_or(NumericUnit::Seconds),
                     index_name: text(11),
+                    root: oid(12),
                 }
             })
             .collect()

@@ -24,10 +24,16 @@ use pgrx::PgBuiltInOids;
 
 /// The probe of a TTL index: is any row expired? (parameter: `$1 interval` expire_after). An
 /// index scan that stops at the first entry: no user code runs, no row is locked.
+///
+/// `ORDER BY` is what keeps it an index scan: `now() - $1` is no constant at plan time, so the
+/// planner guesses a third of the rows match, and for a bare `LIMIT 1` it would rather scan
+/// the heap until one turns up — the whole table when nothing is expired (measured: 1.4 s for
+/// 5M rows, against 0.05 ms through the index). Selecting `ctid` keeps it a plain index scan,
+/// which marks the entries of rows deleted earlier as dead as it passes them.
 pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
     Ok(format!(
-        "SELECT 1 FROM ONLY {} WHERE {reference} < now() - $1 LIMIT 1",
+        "SELECT ctid FROM ONLY {} WHERE {reference} < now() - $1 ORDER BY {reference} LIMIT 1",
         index.qualified_table
     ))
 }

@@ -126,6 +126,76 @@ mod tests {
         );
     }
 
+    /// Random JSON text: nesting, huge and tiny numbers, long strings, escapes, dates, $date.
+    fn random_json(rng: &mut rand::rngs::StdRng, depth: u32) -> String {
+        use rand::Rng;
+        let leaf = |rng: &mut rand::rngs::StdRng| -> String {
+            match rng.gen_range(0..12) {
+                0 => format!("{}", rng.gen::<i64>()),
+                1 => format!("{}e{}", rng.gen_range(-9..10), rng.gen_range(-400..400)),
+                2 => format!("{}.{}", rng.gen::<u32>(), rng.gen::<u64>()),
+                3 => "9".repeat(rng.gen_range(1..300)),
+                4 => format!("\"{}\"", "x".repeat(rng.gen_range(0..5000))),
+                5 => "\"\\u00e9\\ud83d\\ude00\\n\\\"\"".to_string(),
+                6 => format!(
+                    "\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{}{}\"",
+                    rng.gen_range(0..10000),
+                    rng.gen_range(0..14),
+                    rng.gen_range(0..33),
+                    rng.gen_range(0..26),
+                    rng.gen_range(0..62),
+                    rng.gen_range(0..62),
+                    rng.gen_range(0..10_000_000),
+                    ["Z", "+01:30", "-23:59", "+24:00", "", " "][rng.gen_range(0..6)]
+                ),
+                7 => format!("{{\"$date\": {}}}", rng.gen::<i64>()),
+                8 => format!(
+                    "{{\"$date\": {{\"$numberLong\": \"{}\"}}}}",
+                    rng.gen::<i64>()
+                ),
+                9 => ["true", "false", "null", "[]", "{}"][rng.gen_range(0..5)].to_string(),
+                10 => format!("-{}", rng.gen::<u16>()),
+                _ => format!("\"{}\"", rng.gen::<u32>()),
+            }
+        };
+        if depth == 0 || rng.gen_bool(0.4) {
+            return leaf(rng);
+        }
+        let n = rng.gen_range(0..5);
+        let items: Vec<String> = (0..n).map(|_| random_json(rng, depth - 1)).collect();
+        if rng.gen_bool(0.5) {
+            format!("[{}]", items.join(","))
+        } else {
+            let pairs: Vec<String> = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("\"k{i}\": {v}"))
+                .collect();
+            format!("{{{}}}", pairs.join(","))
+        }
+    }
+
+    /// Hostile input through SQL: 20,000 generated jsonb values, a 1 MB document and 200-deep
+    /// nesting; ttl_timestamp answers every one without an error.
+    #[pg_test]
+    fn generated_jsonb_never_raises() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2026);
+        let mut values: Vec<String> = (0..20_000).map(|_| random_json(&mut rng, 6)).collect();
+        values.push(format!("{{\"doc\": \"{}\"}}", "y".repeat(1 << 20)));
+        values.push(format!("{}1550165973{}", "[".repeat(200), "]".repeat(200)));
+        let mut answered = 0;
+        for value in &values {
+            let row = Spi::get_two_with_args::<bool, bool>(
+                "SELECT ttl_timestamp($1::jsonb) IS NULL, ttl_timestamp($1::jsonb, 'ms') IS NULL",
+                &[value.as_str().into()],
+            );
+            assert!(row.is_ok(), "{}", &value[..value.len().min(200)]);
+            answered += 1;
+        }
+        assert_eq!(answered, 20_002);
+    }
+
     #[pg_test]
     fn declared_immutable_strict_parallel_safe() {
         let bad = Spi::get_one::<i64>(

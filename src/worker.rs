@@ -55,11 +55,31 @@ pub fn reload_config_if_asked() {
     }
 }
 
-/// Sleeps `duration` or until SIGTERM; reloads the configuration on SIGHUP. False on SIGTERM.
-fn sleep(duration: Duration) -> bool {
-    let alive = BackgroundWorker::wait_latch(Some(duration));
+/// Acts on signals: SIGTERM (shutdown, DROP DATABASE, pg_terminate_backend) makes PostgreSQL's
+/// own `die()` handler end the process here, or at the next CHECK_FOR_INTERRUPTS inside a
+/// statement, so a long batch never delays it; SIGHUP reloads the configuration.
+fn handle_signals() {
+    pgrx::check_for_interrupts!();
     reload_config_if_asked();
-    alive
+}
+
+unsafe extern "C-unwind" {
+    /// PostgreSQL's SIGTERM handler for backends (tcop/postgres.c), the C symbol itself: it only
+    /// sets ProcDiePending and the latch; the process ends at the next CHECK_FOR_INTERRUPTS.
+    #[link_name = "die"]
+    fn postgres_die(signal: std::ffi::c_int);
+}
+
+/// Sleeps `duration` or until a signal, and acts on it.
+fn sleep(duration: Duration) {
+    BackgroundWorker::wait_latch(Some(duration));
+    handle_signals();
+}
+
+/// Forgets this process in shared memory however it exits (a FATAL from `die()` included), so
+/// nobody signals a reused pid later.
+unsafe extern "C-unwind" fn unregister_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    registry::unregister_worker();
 }
 
 /// A statement prepared once and kept across transactions, with the SQL it was prepared from
@@ -123,7 +143,8 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         db: dboid,
         just_created,
     } = WorkerArg::from_datum(arg);
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    unsafe { pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die)) };
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(dboid), None);
     if !registry::register_worker(dboid) {
         log!(
@@ -132,6 +153,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         );
         return;
     }
+    unsafe { pg_sys::before_shmem_exit(Some(unregister_on_exit), pg_sys::Datum::from(0)) };
     // Everything the worker runs names its schema; nothing resolves through search_path.
     let _ = in_transaction(|| Spi::run("SET search_path = pg_catalog, pg_temp"));
 
@@ -145,45 +167,46 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     } else {
         Duration::ZERO
     };
-    while let Ok(ext) = in_transaction(catalog::find_extension_schema) {
+    loop {
+        handle_signals();
+        let Ok(ext) = in_transaction(catalog::find_extension_schema) else {
+            break;
+        };
         let Some(ext) = ext else {
             // CREATE EXTENSION wakes the launcher before it commits: wait for it a little.
-            if !patience.is_zero() && sleep(Duration::from_millis(100)) {
-                patience = patience.saturating_sub(Duration::from_millis(100));
-                continue;
+            if patience.is_zero() {
+                break;
             }
-            break;
+            sleep(Duration::from_millis(100));
+            patience = patience.saturating_sub(Duration::from_millis(100));
+            continue;
         };
         patience = Duration::ZERO;
         let started = Instant::now();
         if gucs::ENABLED.get() {
             worker.pass(&ext);
         }
-        if !wait_for_next_pass(started) {
-            break;
-        }
+        wait_for_next_pass(started);
     }
-    registry::unregister_worker();
 }
 
 /// Waits until `frequency` ms after `started`, re-reading the frequency after each SIGHUP so a
-/// shorter one takes effect at once. False on SIGTERM.
-fn wait_for_next_pass(started: Instant) -> bool {
+/// shorter one takes effect at once.
+fn wait_for_next_pass(started: Instant) {
     loop {
+        handle_signals();
         let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
         let elapsed = started.elapsed();
         if elapsed >= frequency {
-            return !BackgroundWorker::sigterm_received();
+            return;
         }
-        if !sleep(frequency - elapsed) {
-            return false;
-        }
+        sleep(frequency - elapsed);
     }
 }
 
 impl Worker {
     fn pass(&mut self, ext: &str) {
-        let indexes = match in_transaction(|| catalog::load(ext, None)) {
+        let indexes = match in_transaction(|| catalog::load(ext, None, catalog::Scope::Targets)) {
             Ok(indexes) => indexes,
             Err(e) => {
                 log!("jsonb_ttl: cannot read the TTL catalog: {e}");
@@ -208,9 +231,10 @@ impl Worker {
             };
             pass_removed += removed;
             pass_limited |= limit != Limit::None;
-            if limit == Limit::Server || BackgroundWorker::sigterm_received() {
+            if limit == Limit::Server {
                 break;
             }
+            handle_signals();
         }
         self.next_start = self.next_start.wrapping_add(1);
         stats::record_pass(pass_removed, pass_limited, started.elapsed());
@@ -289,9 +313,7 @@ impl Worker {
                     if (n as i64) < granted {
                         break;
                     }
-                    if !self.throttle(n, batch_started) {
-                        break;
-                    }
+                    throttle(n, batch_started);
                 }
                 Err(e) => {
                     registry::give_back(granted);
@@ -318,20 +340,19 @@ impl Worker {
             })
         })
     }
+}
 
-    /// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows`.
-    /// False on SIGTERM.
-    fn throttle(&self, rows: u64, batch_started: Instant) -> bool {
-        let rate = gucs::MAX_REMOVES_PER_SECOND.get();
-        if rate <= 0 {
-            return !BackgroundWorker::sigterm_received();
-        }
+/// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch
+/// that started at `batch_started`.
+fn throttle(rows: u64, batch_started: Instant) {
+    let rate = gucs::MAX_REMOVES_PER_SECOND.get();
+    if rate > 0 {
         let budgeted = Duration::from_secs_f64(rows as f64 / rate as f64);
-        match budgeted.checked_sub(batch_started.elapsed()) {
-            Some(rest) if !rest.is_zero() => sleep(rest),
-            _ => !BackgroundWorker::sigterm_received(),
+        if let Some(rest) = budgeted.checked_sub(batch_started.elapsed()) {
+            sleep(rest);
         }
     }
+    handle_signals();
 }
 
 /// `SET LOCAL lock_timeout = ms`, without a round trip through SQL.

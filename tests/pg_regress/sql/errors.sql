@@ -35,7 +35,6 @@ FROM (VALUES
   ($$SELECT ttl_index_create('docs_seq', 'ts', interval '1 day')$$),
   ($$SELECT ttl_index_create('docs_idx', 'ts', interval '1 day')$$),
   ($$SELECT ttl_index_create('docs_foreign', 'ts', interval '1 day')$$),
-  ($$SELECT ttl_index_create('docs_partitioned', 'ts', interval '1 day')$$),
   -- the path
   ($$SELECT ttl_index_create('docs', NULL, interval '1 day')$$),
   ($$SELECT ttl_index_create('docs', '', interval '1 day')$$),
