@@ -47,8 +47,10 @@ start)
   env -u RUST_BACKTRACE runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   ;;
 stop)
-  [ -f "$dir/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
-  true
+  # A stale postmaster.pid (a crashed or killed server) is not an error here.
+  if [ -f "$dir/data/postmaster.pid" ]; then
+    as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
   ;;
 destroy)
   "$0" stop "$name"

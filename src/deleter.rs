@@ -18,6 +18,7 @@
 
 use crate::catalog::{self, TtlIndex};
 use pgrx::datum::Interval;
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
 use pgrx::PgBuiltInOids;
@@ -77,28 +78,71 @@ pub fn run_batch<'conn>(
     Ok(result.len() as u64)
 }
 
+/// Runs `f` with the planner kept on the TTL index (no sequential scan, bitmap scan or sort),
+/// without JIT and, when given, with a `lock_timeout`; the settings end with `f`, like a
+/// function's SET clause.
+///
+/// The statements filter on `now() - $1`, which the planner cannot estimate: on a table
+/// without statistics (just created, just rewritten by ALTER TABLE) it would rather sort the
+/// whole table than walk the index, for every batch. And a batch's estimated cost (a third of
+/// a large table) passes `jit_above_cost`: JIT then compiles every batch of a few
+/// milliseconds, for 100 ms or more each.
+pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) -> R {
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
+    let lock_timeout = lock_timeout_ms.map(|ms| ms.to_string());
+    let settings = [
+        (c"enable_seqscan", Some("off")),
+        (c"enable_bitmapscan", Some("off")),
+        (c"enable_sort", Some("off")),
+        (c"jit", Some("off")),
+        (c"lock_timeout", lock_timeout.as_deref()),
+    ];
+    for (name, value) in settings {
+        let Some(value) = value else { continue };
+        let value = std::ffi::CString::new(value).expect("no NUL in a setting");
+        unsafe {
+            pg_sys::set_config_option(
+                name.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                PgLogLevel::ERROR as i32,
+                false,
+            );
+        }
+    }
+    let result = f();
+    unsafe { pg_sys::AtEOXact_GUC(true, level) };
+    result
+}
+
 /// Removes up to `max_rows` expired rows of one TTL index in the current transaction, in
 /// batches of `batch_size`, and returns how many it removed. Stops early when a batch comes
 /// back short: nothing else is expired, or what is left is locked by someone else.
 pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
-    Spi::connect_mut(|client| {
-        let statement = prepare(client, ext_schema, index).unwrap_or_else(|e| {
-            error!(
-                "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                index.display_name
-            )
-        });
-        let mut removed: u64 = 0;
-        while (removed as i64) < max_rows {
-            let limit = batch_size.min(max_rows - removed as i64);
-            let n = run_batch(client, &statement, index.expire_after, limit).unwrap_or_else(|e| {
-                error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+    with_index_plans(None, || {
+        Spi::connect_mut(|client| {
+            let statement = prepare(client, ext_schema, index).unwrap_or_else(|e| {
+                error!(
+                    "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                    index.display_name
+                )
             });
-            removed += n;
-            if (n as i64) < limit {
-                break;
+            let mut removed: u64 = 0;
+            while (removed as i64) < max_rows {
+                let limit = batch_size.min(max_rows - removed as i64);
+                let n =
+                    run_batch(client, &statement, index.expire_after, limit).unwrap_or_else(|e| {
+                        error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+                    });
+                removed += n;
+                if (n as i64) < limit {
+                    break;
+                }
             }
-        }
-        removed
+            removed
+        })
     })
 }

@@ -70,9 +70,12 @@ unsafe extern "C-unwind" {
     fn postgres_die(signal: std::ffi::c_int);
 }
 
-/// Sleeps `duration` or until a signal, and acts on it.
+/// Sleeps `duration` or until a signal, and acts on it. Exits if the postmaster died.
 fn sleep(duration: Duration) {
-    BackgroundWorker::wait_latch(Some(duration));
+    if !BackgroundWorker::wait_latch(Some(duration)) {
+        // The only way out of wait_latch short of a signal: the postmaster is gone.
+        unsafe { pg_sys::proc_exit(1) };
+    }
     handle_signals();
 }
 
@@ -111,6 +114,8 @@ struct Worker {
     statements: HashMap<Oid, Prepared>,
     /// The probe of each table (is anything expired?).
     probes: HashMap<Oid, Prepared>,
+    /// The catalog lookup of a table's current expire_after (one statement, under InvalidOid).
+    lookups: HashMap<Oid, Prepared>,
     /// Where the next pass starts, so no table is always first.
     next_start: usize,
 }
@@ -160,6 +165,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     let mut worker = Worker {
         statements: HashMap::new(),
         probes: HashMap::new(),
+        lookups: HashMap::new(),
         next_start: 0,
     };
     let mut patience = if just_created {
@@ -247,31 +253,32 @@ impl Worker {
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
         let probes = &mut self.probes;
         let probed = in_transaction(|| {
-            set_local_lock_timeout(gucs::LOCK_TIMEOUT_MS.get());
-            indexes
-                .iter()
-                .map(|index| {
-                    let Ok(sql) = deleter::probe_sql(ext, index) else {
-                        return true; // purge() reports why
-                    };
-                    let locked = unsafe {
-                        pg_sys::ConditionalLockRelationOid(
-                            index.table,
-                            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-                        )
-                    };
-                    if !locked {
-                        return true;
-                    }
-                    let statement = prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
-                    Spi::connect(|client| {
-                        client
-                            .select(statement, Some(1), &[index.expire_after.into()])
-                            .map(|rows| !rows.is_empty())
+            deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
+                indexes
+                    .iter()
+                    .map(|index| {
+                        let Ok(sql) = deleter::probe_sql(ext, index) else {
+                            return true; // purge() reports why
+                        };
+                        let locked = unsafe {
+                            pg_sys::ConditionalLockRelationOid(
+                                index.table,
+                                pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+                            )
+                        };
+                        if !locked {
+                            return true;
+                        }
+                        let statement = prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
+                        Spi::connect(|client| {
+                            client
+                                .select(statement, Some(1), &[index.expire_after.into()])
+                                .map(|rows| !rows.is_empty())
+                        })
+                        .unwrap_or(true)
                     })
-                    .unwrap_or(true)
-                })
-                .collect()
+                    .collect()
+            })
         });
         probed.unwrap_or_else(|e| {
             debug1!("jsonb_ttl: probe failed, visiting every table: {e}");
@@ -306,8 +313,13 @@ impl Worker {
                 break;
             }
             let batch_started = Instant::now();
-            match self.batch(&sql, index, granted) {
-                Ok(n) => {
+            match self.batch(ext, &sql, index, granted) {
+                Ok(None) => {
+                    // The TTL index was dropped since the pass began: nothing to purge.
+                    registry::give_back(granted);
+                    break;
+                }
+                Ok(Some(n)) => {
                     registry::give_back(granted - n as i64);
                     removed += n;
                     if (n as i64) < granted {
@@ -326,18 +338,44 @@ impl Worker {
         report(index, removed, limit, error)
     }
 
-    /// One batch in its own transaction, as the table's owner.
-    fn batch(&mut self, sql: &str, index: &TtlIndex, limit: i64) -> Result<u64, String> {
+    /// One batch in its own transaction, as the table's owner: the rows removed, or `None`
+    /// when the TTL index no longer exists. expire_after is read again in the batch's own
+    /// transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass.
+    fn batch(
+        &mut self,
+        ext: &str,
+        sql: &str,
+        index: &TtlIndex,
+        limit: i64,
+    ) -> Result<Option<u64>, String> {
         let statements = &mut self.statements;
+        let lookups = &mut self.lookups;
         in_transaction(|| {
-            set_local_lock_timeout(gucs::LOCK_TIMEOUT_MS.get());
-            owner::as_table_owner(index.owner, || {
-                let statement = prepared(statements, index.table, sql, &deleter::BATCH_ARGS);
-                Spi::connect_mut(|client| {
-                    deleter::run_batch(client, statement, index.expire_after, limit)
-                })
-                .unwrap_or_else(|e| error!("delete failed: {e}"))
+            let lookup_sql =
+                format!("SELECT expire_after FROM {ext}.ttl_index WHERE table_oid::oid = $1");
+            let lookup = prepared(
+                lookups,
+                pg_sys::InvalidOid,
+                &lookup_sql,
+                &[pgrx::PgBuiltInOids::OIDOID],
+            );
+            let expire_after = Spi::connect(|client| {
+                client
+                    .select(lookup, Some(1), &[index.root.into()])?
+                    .first()
+                    .get_one::<pgrx::datum::Interval>()
             })
+            .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
+            deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
+                owner::as_table_owner(index.owner, || {
+                    let statement = prepared(statements, index.table, sql, &deleter::BATCH_ARGS);
+                    Spi::connect_mut(|client| {
+                        deleter::run_batch(client, statement, expire_after, limit)
+                    })
+                    .unwrap_or_else(|e| error!("delete failed: {e}"))
+                })
+            })
+            .into()
         })
     }
 }
@@ -353,23 +391,6 @@ fn throttle(rows: u64, batch_started: Instant) {
         }
     }
     handle_signals();
-}
-
-/// `SET LOCAL lock_timeout = ms`, without a round trip through SQL.
-fn set_local_lock_timeout(ms: i32) {
-    let value = std::ffi::CString::new(ms.to_string()).expect("digits");
-    unsafe {
-        pg_sys::set_config_option(
-            c"lock_timeout".as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_SUSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_LOCAL,
-            true,
-            PgLogLevel::ERROR as i32,
-            false,
-        );
-    }
 }
 
 /// Logs a failed table and records the visit in the statistics.

@@ -39,7 +39,7 @@ wait_for "renamed, moved and rewritten tables are purged to the end" 60 renamed_
 expect_eq "the catalog lists exactly the tables still with a TTL index" "moved.t_schema t_renamed t_truncate t_type" \
   "$(q ddl -c "SELECT string_agg(table_name::text, ' ' ORDER BY table_name::text) FROM ttl_indexes")"
 expect_eq "and every entry has its index" 0 "$(q ddl -c "SELECT count(*) FROM ttl_indexes WHERE index_size IS NULL")"
-expect_eq "t_dropindex keeps its rows (no TTL index any more)" 1 \
+expect_eq "t_dropindex keeps its rows (no TTL index any more)" t \
   "$(q ddl -c "SELECT count(*) > 0 FROM t_dropindex")" 
 expect_eq "the worker never crashed" "$pid" "$(worker ddl)"
 
