@@ -191,6 +191,24 @@ expect_eq "the worker did not restart" 1 \
   "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'db_a'")"
 q db_a -c "DROP TABLE owned, who_deleted, failing; DROP FUNCTION record_who(), refuse(); REVOKE CREATE ON SCHEMA public FROM regress_owner; DROP ROLE regress_owner"
 
+echo "== a partitioned table: the worker purges each leaf; ttl_stats reports per leaf"
+q db_b <<'SQL'
+CREATE TABLE parted (id int, doc jsonb) PARTITION BY RANGE (id);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (1000);
+CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (1000) TO (2000);
+SELECT FROM ttl_index_create('parted', 'at', 0);
+CREATE TABLE parted_3 PARTITION OF parted FOR VALUES FROM (2000) TO (3000);
+INSERT INTO parted SELECT g, jsonb_build_object('at', CASE WHEN g % 2 = 0 THEN '2019-01-01' ELSE '2999-01-01' END)
+FROM generate_series(1, 2999) g;
+SQL
+parted_done() { [ "$(q db_b -c "SELECT count(*) FROM parted WHERE doc ->> 'at' = '2019-01-01'")" = 0 ]; }
+wait_for "expired rows gone from every partition, the later one included" 3 parted_done
+expect_eq "unexpired rows kept in each partition" "parted_1:500 parted_2:500 parted_3:500" \
+  "$(q db_b -c "SELECT string_agg(t || ':' || n, ' ' ORDER BY t) FROM (SELECT tableoid::regclass::text t, count(*) n FROM parted GROUP BY 1) x")"
+expect_eq "ttl_stats counts each leaf" "parted_1:499 parted_2:500 parted_3:500" \
+  "$(q db_b -c "SELECT string_agg(table_name::text || ':' || rows_deleted, ' ' ORDER BY table_name::text) FROM ttl_stats WHERE ttl_table = 'parted'::regclass")"
+q db_b -c "DROP TABLE parted"
+
 echo "== CREATE EXTENSION in a new database is served; DROP DATABASE without FORCE succeeds"
 q postgres -c "CREATE DATABASE db_new"
 q db_new -c "CREATE EXTENSION jsonb_ttl"
