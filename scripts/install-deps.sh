@@ -6,7 +6,8 @@ set -euo pipefail
 
 PGRX_VERSION=0.18.0
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo libclang-dev clang pkg-config)
+packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo libclang-dev clang pkg-config
+          postgresql-15-auto-failover pg-auto-failover-cli iproute2)
 
 missing=()
 for p in "${packages[@]}"; do
