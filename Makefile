@@ -33,10 +33,10 @@ install-release:
 	cargo pgrx install --release --pg-config $(PG_CONFIG)
 
 regress: install
-	tests/regress.sh
+	tests/golden.sh regress
 
 isolation: install
-	tests/isolation.sh
+	tests/golden.sh isolation
 
 e2e: install
 	@set -e; for t in tests/e2e/[a-z]*.sh; do [ "$$t" = tests/e2e/lib.sh ] || { echo "== $$t"; $$t; }; done

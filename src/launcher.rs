@@ -74,7 +74,7 @@ fn ensure_worker(workers: &mut HashMap<Oid, DynamicBackgroundWorker>, db: Oid, j
             Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
         )
     });
-    if running {
+    if running || registry::is_dropping(db) {
         return;
     }
     let started =

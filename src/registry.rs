@@ -22,6 +22,9 @@ pub struct Registry {
     workers: [Slot; MAX_DATABASES],
     /// Databases where CREATE EXTENSION jsonb_ttl just ran (0 = free).
     wanted: [u32; 16],
+    /// Databases a DROP DATABASE is dropping, and since when (ms since the Unix epoch): the
+    /// launcher starts no worker for them for a while (the DROP may also fail).
+    dropping: [(u32, i64); 16],
     launcher_pid: i32,
     launcher_latch: usize,
 }
@@ -31,6 +34,7 @@ impl Default for Registry {
         Registry {
             workers: [Slot::default(); MAX_DATABASES],
             wanted: [0; 16],
+            dropping: [(0, 0); 16],
             launcher_pid: 0,
             launcher_latch: 0,
         }
@@ -82,16 +86,42 @@ pub fn unregister_worker() {
     }
 }
 
-/// Asks the worker serving `dboid`, if any, to exit (SIGTERM), so DROP DATABASE need not wait.
+/// How long a database being dropped gets no new worker.
+const DROPPING_MS: i64 = 30_000;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// DROP DATABASE is about to run: no new worker for `dboid` for a while, and the worker
+/// serving it, if any, is asked to exit (SIGTERM) so the statement need not wait.
 pub fn stop_worker(dboid: pg_sys::Oid) -> Option<i32> {
-    let pid = REGISTRY
-        .share()
+    let mut registry = REGISTRY.exclusive();
+    let now = now_ms();
+    let oldest = (0..registry.dropping.len())
+        .min_by_key(|&i| registry.dropping[i].1)
+        .unwrap_or(0);
+    registry.dropping[oldest] = (dboid.to_u32(), now);
+    let pid = registry
         .workers
         .iter()
         .find(|s| s.dboid == dboid.to_u32() && s.pid != 0)
         .map(|s| s.pid)?;
     unsafe { libc::kill(pid, libc::SIGTERM) };
     Some(pid)
+}
+
+/// Whether a DROP DATABASE of `dboid` started recently.
+pub fn is_dropping(dboid: pg_sys::Oid) -> bool {
+    let now = now_ms();
+    REGISTRY
+        .share()
+        .dropping
+        .iter()
+        .any(|&(db, since)| db == dboid.to_u32() && now - since < DROPPING_MS)
 }
 
 /// The launcher records itself so others can wake it.
@@ -130,10 +160,7 @@ pub fn take_wanted() -> Vec<pg_sys::Oid> {
 /// Claims up to `want` rows of the server-wide budget: `max_total` rows per window of
 /// `window_ms`. The first claim after a window ends opens the next one.
 pub fn claim(want: i64, max_total: i64, window_ms: i64) -> i64 {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now_ms = now_ms();
     let start = WINDOW_START_MS.get().load(Ordering::Acquire);
     if now_ms - start >= window_ms
         && WINDOW_START_MS

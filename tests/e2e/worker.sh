@@ -222,9 +222,11 @@ if q postgres -c "DROP DATABASE db_new"; then pass "DROP DATABASE without FORCE 
 wait_for "the other databases keep their workers" 2 worker_in db_a 1
 q db_a -c "DROP EXTENSION jsonb_ttl CASCADE" 2>/dev/null
 wait_for "after DROP EXTENSION the worker goes away quietly" 2 worker_in db_a 0
-if grep -E 'ERROR|FATAL|PANIC' "$CLUSTER_DIR/server.log" | grep -v 'no deletes here' | grep -qv 'terminating background worker'; then
-  fail "unexpected errors in the server log:"; grep -E 'ERROR|FATAL|PANIC' "$CLUSTER_DIR/server.log" | grep -v 'no deletes here' | head -5
-else
-  pass "no other error in the server log"
-fi
+# Expected: the FATAL of a worker told to leave a database being dropped, and, rarely, of one
+# the launcher started just before the DROP and that found the database gone when it got the
+# database's lock (docs/worker.md). Anything else is a bug.
+unexpected=$(grep -E 'ERROR|FATAL|PANIC' "$CLUSTER_DIR/server.log" \
+  | grep -v -e 'terminating background worker "jsonb_ttl worker" due to administrator command' \
+               -e 'jsonb_ttl worker  FATAL:  database [0-9]* does not exist' || true)
+expect_eq "no other error in the server log" "" "$unexpected"
 finish
