@@ -5,6 +5,7 @@
 //! changed), the index DDL, and the catalog rows.
 
 use crate::catalog::{self, Scope, TtlIndex};
+use crate::error::raise;
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, PathErrorKind};
 use crate::{deleter, gucs, owner};
@@ -13,14 +14,6 @@ use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
 use pgrx::{AnyNumeric, PgSqlErrorCode};
-
-/// Raises an ERROR with a SQLSTATE, a message and a HINT.
-fn raise(code: PgSqlErrorCode, message: impl Into<String>, hint: impl Into<String>) -> ! {
-    pgrx::pg_sys::panic::ErrorReport::new(code, message.into(), "jsonb_ttl")
-        .set_hint(hint)
-        .report(PgLogLevel::ERROR);
-    unreachable!("ERROR does not return")
-}
 
 fn required<T>(value: Option<T>, name: &str) -> T {
     value.unwrap_or_else(|| {

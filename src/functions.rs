@@ -1,12 +1,13 @@
-//! `ttl_timestamp` and `ttl_is_datestring`: the SQL face of the parser.
+//! `ttl_timestamp`, `ttl_unix_timestamp` and `ttl_is_datestring`: the SQL face of the parser.
 //!
-//! All three are IMMUTABLE, STRICT and PARALLEL SAFE, and never raise on any jsonb input, so
+//! All are IMMUTABLE, STRICT and PARALLEL SAFE, and never raise on any jsonb input, so
 //! they can key an expression index. Only a bad `numeric_unit` argument raises.
 
+use crate::error::raise;
 use crate::jsonb_scalar::JsonbRef;
 use crate::parse::{self, NumericUnit};
 use pgrx::prelude::*;
-use pgrx::{pg_sys::panic::ErrorReport, PgSqlErrorCode};
+use pgrx::PgSqlErrorCode;
 
 fn to_timestamptz(micros: Option<i64>) -> Option<TimestampWithTimeZone> {
     micros.and_then(|m| TimestampWithTimeZone::try_from(m).ok())
@@ -27,14 +28,11 @@ fn ttl_timestamp_unit(value: JsonbRef, numeric_unit: &str) -> Option<TimestampWi
 /// Reads a `numeric_unit` argument, raising 22023 with a HINT on anything else.
 pub fn numeric_unit_arg(name: &str) -> NumericUnit {
     NumericUnit::from_name(name).unwrap_or_else(|| {
-        ErrorReport::new(
+        raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("invalid numeric_unit {name:?}"),
-            "numeric_unit_arg",
+            format!("numeric_unit must be {}.", NumericUnit::ACCEPTED),
         )
-        .set_hint(format!("numeric_unit must be {}.", NumericUnit::ACCEPTED))
-        .report(PgLogLevel::ERROR);
-        unreachable!("ERROR does not return")
     })
 }
 

@@ -4,6 +4,7 @@
 //! - [`parse`]: the date-or-number grammar, pure Rust.
 //! - [`path`]: resolving a TTL index's path to a column and JSON keys, pure Rust.
 //! - [`jsonb_scalar`]: reading a jsonb datum in place.
+//! - [`error`]: errors with a SQLSTATE and a HINT.
 //! - [`functions`]: `ttl_timestamp`, `ttl_unix_timestamp`, `ttl_is_datestring`.
 //! - [`gucs`]: every GUC.
 //! - [`owner`]: running code as another role.
@@ -20,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub mod api;
 pub mod catalog;
 pub mod deleter;
+pub mod error;
 pub mod functions;
 pub mod gucs;
 pub mod hooks;
