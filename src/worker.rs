@@ -114,8 +114,10 @@ struct Worker {
     statements: HashMap<Oid, Prepared>,
     /// The probe of each table (is anything expired?).
     probes: HashMap<Oid, Prepared>,
-    /// The catalog lookup of a table's current expire_after (one statement, under InvalidOid).
+    /// The catalog lookup of a table's current expire_after (one statement, under InvalidOid),
+    /// and its SQL for the extension's schema (set at each pass).
     lookups: HashMap<Oid, Prepared>,
+    lookup_sql: String,
     /// Where the next pass starts, so no table is always first.
     next_start: usize,
 }
@@ -166,6 +168,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         statements: HashMap::new(),
         probes: HashMap::new(),
         lookups: HashMap::new(),
+        lookup_sql: String::new(),
         next_start: 0,
     };
     let mut patience = if just_created {
@@ -220,6 +223,8 @@ impl Worker {
             }
         };
         let started = Instant::now();
+        self.lookup_sql =
+            format!("SELECT expire_after FROM {ext}.ttl_index WHERE table_oid::oid = $1");
         self.statements
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         self.probes
@@ -313,7 +318,7 @@ impl Worker {
                 break;
             }
             let batch_started = Instant::now();
-            match self.batch(ext, &sql, index, granted) {
+            match self.batch(&sql, index, granted) {
                 Ok(None) => {
                     // The TTL index was dropped since the pass began: nothing to purge.
                     registry::give_back(granted);
@@ -341,22 +346,15 @@ impl Worker {
     /// One batch in its own transaction, as the table's owner: the rows removed, or `None`
     /// when the TTL index no longer exists. expire_after is read again in the batch's own
     /// transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass.
-    fn batch(
-        &mut self,
-        ext: &str,
-        sql: &str,
-        index: &TtlIndex,
-        limit: i64,
-    ) -> Result<Option<u64>, String> {
+    fn batch(&mut self, sql: &str, index: &TtlIndex, limit: i64) -> Result<Option<u64>, String> {
         let statements = &mut self.statements;
         let lookups = &mut self.lookups;
+        let lookup_sql = &self.lookup_sql;
         in_transaction(|| {
-            let lookup_sql =
-                format!("SELECT expire_after FROM {ext}.ttl_index WHERE table_oid::oid = $1");
             let lookup = prepared(
                 lookups,
                 pg_sys::InvalidOid,
-                &lookup_sql,
+                lookup_sql,
                 &[pgrx::PgBuiltInOids::OIDOID],
             );
             let expire_after = Spi::connect(|client| {
