@@ -68,5 +68,7 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --features "pg15 pg_test" -- -D warnings
 
+## make clean-clusters: stop and remove every cluster the scripts made (make run's included).
 clean-clusters:
-	for c in run regress bench e2e; do scripts/cluster.sh destroy $$c; done
+	@base=$$(dirname "$$(scripts/cluster.sh dir any)"); \
+	  for d in "$$base"/*/; do [ -f "$$d/data/PG_VERSION" ] && scripts/cluster.sh destroy "$$(basename "$$d")"; done; true

@@ -25,7 +25,6 @@ pub struct Registry {
     /// Databases a DROP DATABASE is dropping, and since when (ms since the Unix epoch): the
     /// launcher starts no worker for them for a while (the DROP may also fail).
     dropping: [(u32, i64); 16],
-    launcher_pid: i32,
     launcher_latch: usize,
 }
 
@@ -35,7 +34,6 @@ impl Default for Registry {
             workers: [Slot::default(); MAX_DATABASES],
             wanted: [0; 16],
             dropping: [(0, 0); 16],
-            launcher_pid: 0,
             launcher_latch: 0,
         }
     }
@@ -127,7 +125,6 @@ pub fn is_dropping(dboid: pg_sys::Oid) -> bool {
 /// The launcher records itself so others can wake it.
 pub fn register_launcher() {
     let mut registry = REGISTRY.exclusive();
-    registry.launcher_pid = unsafe { pg_sys::MyProcPid };
     registry.launcher_latch = unsafe { &raw mut (*pg_sys::MyProc).procLatch } as usize;
 }
 
