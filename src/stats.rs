@@ -22,6 +22,8 @@ pub struct Entry {
     rows_deleted: u64,
     /// TimestampTz of the last run, 0 when none.
     last_run_at: i64,
+    /// TimestampTz of the last update of any kind: which entry to reuse when all are taken.
+    touched_at: i64,
     last_rows_deleted: u64,
     limit_reached: u64,
     errors: u64,
@@ -36,6 +38,7 @@ impl Entry {
         runs: 0,
         rows_deleted: 0,
         last_run_at: 0,
+        touched_at: 0,
         last_rows_deleted: 0,
         limit_reached: 0,
         errors: 0,
@@ -81,46 +84,64 @@ pub struct Run<'a> {
     pub error: Option<&'a str>,
 }
 
-/// Records one visit of the worker to one TTL index of the current database.
+/// Counts the rows of one committed batch at once, so `ttl_stats` and `ttl_statistics()`
+/// follow a long purge batch by batch instead of at the end of the table's visit.
+pub fn record_batch(table: pg_sys::Oid, rows_deleted: u64) {
+    TOTAL_ROWS.get().fetch_add(rows_deleted, Ordering::Relaxed);
+    update_entry(table, |entry| entry.rows_deleted += rows_deleted);
+}
+
+/// Records the end of one visit of the worker to one TTL index of the current database (its
+/// rows were counted batch by batch).
 pub fn record_run(run: &Run) {
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    update_entry(run.table, |entry| {
+        entry.runs += 1;
+        entry.last_run_at = now;
+        entry.last_rows_deleted = run.rows_deleted;
+        entry.limit_reached += run.limit_reached as u64;
+        if let Some(error) = run.error {
+            entry.errors += 1;
+            let mut len = error.len().min(ERROR_LEN);
+            while !error.is_char_boundary(len) {
+                len -= 1;
+            }
+            entry.last_error[..len].copy_from_slice(&error.as_bytes()[..len]);
+            entry.last_error_len = len;
+        }
+    });
+}
+
+/// Applies `update` to the entry of `table` in the current database, taking a free entry, or
+/// the one updated least recently, when it has none.
+fn update_entry(table: pg_sys::Oid, update: impl FnOnce(&mut Entry)) {
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let reloid = table.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let mut entries = ENTRIES.exclusive();
     let index = entries
         .0
         .iter()
-        .position(|e| e.dboid == dboid && e.reloid == run.table.to_u32())
+        .position(|e| e.dboid == dboid && e.reloid == reloid)
         .or_else(|| entries.0.iter().position(|e| e.dboid == 0))
         .unwrap_or_else(|| {
-            // Full: reuse the entry run least recently.
             (0..MAX_ENTRIES)
-                .min_by_key(|&i| entries.0[i].last_run_at)
+                .min_by_key(|&i| entries.0[i].touched_at)
                 .unwrap_or(0)
         });
     let entry = &mut entries.0[index];
-    if entry.dboid != dboid || entry.reloid != run.table.to_u32() {
+    if entry.dboid != dboid || entry.reloid != reloid {
         *entry = Entry::EMPTY;
         entry.dboid = dboid;
-        entry.reloid = run.table.to_u32();
+        entry.reloid = reloid;
     }
-    entry.runs += 1;
-    entry.rows_deleted += run.rows_deleted;
-    entry.last_run_at = now;
-    entry.last_rows_deleted = run.rows_deleted;
-    entry.limit_reached += run.limit_reached as u64;
-    if let Some(error) = run.error {
-        entry.errors += 1;
-        let mut len = error.len().min(ERROR_LEN);
-        while !error.is_char_boundary(len) {
-            len -= 1;
-        }
-        entry.last_error[..len].copy_from_slice(&error.as_bytes()[..len]);
-        entry.last_error_len = len;
-    }
+    entry.touched_at = now;
+    update(entry);
 }
 
-/// Records one pass of one database's worker in the server totals.
-pub fn record_pass(rows_deleted: u64, limit_reached: bool, took: Duration) {
+/// Records one pass of one database's worker in the server totals (its rows were counted batch
+/// by batch).
+pub fn record_pass(limit_reached: bool, took: Duration) {
     LAST_PASS_AT
         .get()
         .store(unsafe { pg_sys::GetCurrentTimestamp() }, Ordering::Relaxed);
@@ -128,7 +149,6 @@ pub fn record_pass(rows_deleted: u64, limit_reached: bool, took: Duration) {
         .get()
         .store(took.as_micros() as u64, Ordering::Relaxed);
     TOTAL_RUNS.get().fetch_add(1, Ordering::Relaxed);
-    TOTAL_ROWS.get().fetch_add(rows_deleted, Ordering::Relaxed);
     TOTAL_LIMIT
         .get()
         .fetch_add(limit_reached as u64, Ordering::Relaxed);

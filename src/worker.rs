@@ -230,17 +230,15 @@ impl Worker {
         self.probes
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         let expired = self.probe(ext, &indexes);
-        let mut pass_removed = 0u64;
         let mut pass_limited = false;
         let count = indexes.len();
         for k in 0..count {
             let at = (self.next_start + k) % count;
             let index = &indexes[at];
-            let (removed, limit) = match expired[at] {
+            let limit = match expired[at] {
                 true => self.purge(ext, index),
                 false => report(index, 0, Limit::None, None),
             };
-            pass_removed += removed;
             pass_limited |= limit != Limit::None;
             if limit == Limit::Server {
                 break;
@@ -248,7 +246,7 @@ impl Worker {
             handle_signals();
         }
         self.next_start = self.next_start.wrapping_add(1);
-        stats::record_pass(pass_removed, pass_limited, started.elapsed());
+        stats::record_pass(pass_limited, started.elapsed());
     }
 
     /// Which of `indexes` have an expired row now, probed in one transaction through their TTL
@@ -293,7 +291,7 @@ impl Worker {
     }
 
     /// Removes the expired rows of one table, batch by batch, within the limits.
-    fn purge(&mut self, ext: &str, index: &TtlIndex) -> (u64, Limit) {
+    fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
         let sql = match deleter::batch_sql(ext, index) {
             Ok(sql) => sql,
             Err(e) => return report(index, 0, Limit::None, Some(e)),
@@ -326,6 +324,7 @@ impl Worker {
                 }
                 Ok(Some(n)) => {
                     registry::give_back(granted - n as i64);
+                    stats::record_batch(index.table, n);
                     removed += n;
                     if (n as i64) < granted {
                         break;
@@ -392,7 +391,7 @@ fn throttle(rows: u64, batch_started: Instant) {
 }
 
 /// Logs a failed table and records the visit in the statistics.
-fn report(index: &TtlIndex, removed: u64, limit: Limit, error: Option<String>) -> (u64, Limit) {
+fn report(index: &TtlIndex, removed: u64, limit: Limit, error: Option<String>) -> Limit {
     if let Some(e) = &error {
         log!(
             "jsonb_ttl: skipping table {} in this pass: {e}",
@@ -405,7 +404,7 @@ fn report(index: &TtlIndex, removed: u64, limit: Limit, error: Option<String>) -
         limit_reached: limit != Limit::None,
         error: error.as_deref(),
     });
-    (removed, limit)
+    limit
 }
 
 /// Which limit, if any, cut a table's purge short.

@@ -48,6 +48,19 @@ wait_for() {
   pass "$what (after $(($(now_ms) - start)) ms)"
 }
 
+# eventually_eq DESCRIPTION SECONDS EXPECTED DB SQL: polls SQL in DB until it returns EXPECTED, and
+# fails with the last value when SECONDS pass first. For what lags a commit by an instant, such as
+# the statistics the worker records right after each batch commits.
+eventually_eq() {
+  local what=$1 seconds=$2 expected=$3 db=$4 sql=$5 got deadline
+  deadline=$(($(now_ms) + $(awk -v s="$seconds" 'BEGIN {printf "%d", s * 1000}')))
+  while got=$(q "$db" -c "$sql"); [ "$got" != "$expected" ]; do
+    if [ "$(now_ms)" -ge $deadline ]; then fail "$what: expected [$expected], got [$got] for ${seconds}s"; return 0; fi
+    sleep 0.05
+  done
+  pass "$what"
+}
+
 finish() {
   echo "$(basename "$0" .sh): $E2E_PASSES passed, $E2E_FAILURES failed"
   [ "$E2E_FAILURES" -eq 0 ]
