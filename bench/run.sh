@@ -98,7 +98,8 @@ if wanted parser; then
 fi
 
 # Case 1: purge throughput: the worker against a hand-written batched procedure through the
-# same index (same batch size), and against one naive DELETE.
+# same index (same batch size), and against one naive DELETE; ttl_expire_now() (one
+# transaction, like the naive DELETE) against that DELETE too.
 if wanted purge; then
   n=$(rows 1000000); expired=$((n / 2)); batch=$(db -c "SHOW jsonb_ttl.batch_size")
   worker_settings
@@ -113,9 +114,13 @@ if wanted purge; then
   db -c "DELETE FROM purge_naive WHERE (doc ->> 'creationDate')::timestamptz < now() - interval '1 hour'"
   naive=$(($(now_ms) - start))
   db -c "DROP TABLE purge_naive"
+  db -c "CALL bench_table('purge_now', $n, $expired)" -c "VACUUM ANALYZE purge_now" -c "CHECKPOINT"
+  start=$(now_ms); db -c "SELECT ttl_expire_now('purge_now')" >/dev/null; now_call=$(($(now_ms) - start))
+  db -c "DROP TABLE purge_now"
   per_s() { awk -v r="$expired" -v ms="$1" 'BEGIN {printf "%.0f rows/s", r / ms * 1000}'; }
   result "purge $expired of $n rows, batch $batch" "$(per_s "$worker")" "$(per_s "$hand")" "$(ratio "$hand" "$worker")" ">= 0.90x the hand-written procedure"
   result "  against one naive DELETE" "$(per_s "$worker")" "$(per_s "$naive")" "$(ratio "$naive" "$worker")" "(information)"
+  result "  ttl_expire_now(), one call, against it" "$(per_s "$now_call")" "$(per_s "$naive")" "$(ratio "$naive" "$now_call")" "(information)"
 fi
 
 # Case 3: insert overhead: pgbench inserting documents into a table with the TTL index, against

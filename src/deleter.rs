@@ -118,9 +118,18 @@ pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) 
     result
 }
 
-/// Removes up to `max_rows` expired rows of one TTL index in the current transaction, in
-/// batches of `batch_size`, and returns how many it removed. Stops early when a batch comes
-/// back short: nothing else is expired, or what is left is locked by someone else.
+/// The most rows one statement of `delete_expired` removes: bounds the statement's array of
+/// row ids (6 bytes each) while the statements grow.
+const MAX_STATEMENT_ROWS: i64 = 1_000_000;
+
+/// Removes up to `max_rows` expired rows of one TTL index in the current transaction and
+/// returns how many it removed. Stops early when a statement comes back short: nothing else is
+/// expired, or what is left is locked by someone else.
+///
+/// The statements start at `batch_size` rows and double, up to `MAX_STATEMENT_ROWS`. In one
+/// transaction the index entries of rows an earlier statement removed stay (they are dead to
+/// no one else yet), so each statement walks past all of them again: with a fixed size,
+/// removing n rows would visit about n²/(2 × batch_size) entries; doubling keeps it near 2n.
 pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
     with_index_plans(None, || {
         Spi::connect_mut(|client| {
@@ -131,8 +140,9 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
                 )
             });
             let mut removed: u64 = 0;
+            let mut size = batch_size;
             while (removed as i64) < max_rows {
-                let limit = batch_size.min(max_rows - removed as i64);
+                let limit = size.min(max_rows - removed as i64);
                 let n =
                     run_batch(client, &statement, index.expire_after, limit).unwrap_or_else(|e| {
                         error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
@@ -141,6 +151,7 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
                 if (n as i64) < limit {
                     break;
                 }
+                size = (size * 2).min(MAX_STATEMENT_ROWS);
             }
             removed
         })

@@ -3,8 +3,10 @@
 //! for every database that has the extension. Its lifecycle is written down in docs/worker.md.
 //!
 //! It cannot know which databases have the extension without connecting to them, so it starts a
-//! worker for every connectable database; a worker that finds no extension exits at once. The
-//! launcher probes again every `max(frequency, 1 s)`, and CREATE EXTENSION wakes it at once.
+//! worker for every connectable database it has not yet seen; a worker that finds no extension
+//! says so in shared memory and exits. The launcher lists the databases every
+//! `max(frequency, 1 s)` and leaves those without the extension alone until CREATE EXTENSION
+//! wakes it (or `REPROBE_WITHOUT_EXTENSION` passes, a safety net).
 
 use crate::{gucs, registry};
 use pgrx::bgworkers::{
@@ -14,6 +16,7 @@ use pgrx::bgworkers::{
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::collections::HashMap;
+
 use std::time::{Duration, Instant};
 
 /// Registers the launcher; from `_PG_init` while preloading.
@@ -39,23 +42,46 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     log!("jsonb_ttl launcher started");
 
     let mut workers: HashMap<Oid, DynamicBackgroundWorker> = HashMap::new();
+    // Databases a worker found without the extension, and since when.
+    let mut without_extension: HashMap<Oid, Instant> = HashMap::new();
+    // Databases whose CREATE EXTENSION asked for a worker, and since when.
+    let mut wanted: HashMap<Oid, Instant> = HashMap::new();
     let mut last_probe: Option<Instant> = None;
     loop {
         let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
-        let wanted = registry::take_wanted();
-        let due = last_probe.is_none_or(|t| t.elapsed() >= probe_every);
-        if due {
+        let now = Instant::now();
+        without_extension.extend(
+            registry::take_without_extension()
+                .into_iter()
+                .map(|db| (db, now)),
+        );
+        wanted.extend(registry::take_wanted().into_iter().map(|db| (db, now)));
+        // A report from a worker that looked before CREATE EXTENSION committed is stale.
+        without_extension.retain(|db, since| {
+            !wanted.contains_key(db) && since.elapsed() < REPROBE_WITHOUT_EXTENSION
+        });
+        if last_probe.is_none_or(|t| t.elapsed() >= probe_every) {
             last_probe = Some(Instant::now());
             let databases = connectable_databases();
             workers.retain(|db, _| databases.contains(db));
+            without_extension.retain(|db, _| databases.contains(db));
             for db in databases {
-                ensure_worker(&mut workers, db, false);
+                if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
+                    ensure_worker(&mut workers, db, false);
+                }
             }
         }
-        for db in wanted {
-            ensure_worker(&mut workers, db, true);
+        // A worker that waits for the CREATE EXTENSION to commit, as soon as none runs there
+        // (one may be looking at the database right now, before the commit).
+        wanted.retain(|&db, since| {
+            ensure_worker(&mut workers, db, true) == Ensured::Running
+                && since.elapsed() < WANTED_PATIENCE
+        });
+        let mut wait =
+            probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
+        if !wanted.is_empty() {
+            wait = wait.min(Duration::from_secs(1));
         }
-        let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
         if !BackgroundWorker::wait_latch(Some(wait.max(Duration::from_millis(10)))) {
             break;
         }
@@ -64,18 +90,43 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     log!("jsonb_ttl launcher exiting");
 }
 
+/// How long a database found without the extension is left alone, unless CREATE EXTENSION
+/// wakes the launcher first: a safety net for an extension that appeared some other way.
+const REPROBE_WITHOUT_EXTENSION: Duration = Duration::from_secs(300);
+
+/// How long a CREATE EXTENSION that found a worker running in its database waits for that
+/// worker to stop, to start one that waits for the commit.
+const WANTED_PATIENCE: Duration = Duration::from_secs(30);
+
+/// What `ensure_worker` found or did.
+#[derive(PartialEq, Eq)]
+enum Ensured {
+    /// A worker was already running there.
+    Running,
+    Started,
+    /// The database is being dropped, or no worker slot was free.
+    NotStarted,
+}
+
 /// Starts the worker of `db` unless one is running; `just_created` when CREATE EXTENSION asked
 /// for it (the worker then waits for that transaction to commit). When no worker slot is free
 /// (max_worker_processes), logs and tries again at the next probe.
-fn ensure_worker(workers: &mut HashMap<Oid, DynamicBackgroundWorker>, db: Oid, just_created: bool) {
+fn ensure_worker(
+    workers: &mut HashMap<Oid, DynamicBackgroundWorker>,
+    db: Oid,
+    just_created: bool,
+) -> Ensured {
     let running = workers.get(&db).is_some_and(|w| {
         !matches!(
             w.pid(),
             Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
         )
     });
-    if running || registry::is_dropping(db) {
-        return;
+    if running {
+        return Ensured::Running;
+    }
+    if registry::is_dropping(db) {
+        return Ensured::NotStarted;
     }
     let started =
         BackgroundWorkerBuilder::new(&format!("jsonb_ttl worker for database {}", db.to_u32()))
@@ -94,6 +145,7 @@ fn ensure_worker(workers: &mut HashMap<Oid, DynamicBackgroundWorker>, db: Oid, j
     match started {
         Ok(worker) => {
             workers.insert(db, worker);
+            Ensured::Started
         }
         Err(_) => {
             workers.remove(&db);
@@ -102,6 +154,7 @@ fn ensure_worker(workers: &mut HashMap<Oid, DynamicBackgroundWorker>, db: Oid, j
                  (raise max_worker_processes)",
                 db.to_u32()
             );
+            Ensured::NotStarted
         }
     }
 }

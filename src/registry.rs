@@ -1,6 +1,7 @@
 //! Shared memory the launcher, the per-database workers and the DROP DATABASE hook share:
 //! which process serves which database, the launcher's latch, databases that just ran
-//! CREATE EXTENSION, and the server-wide removal budget of a pass (`max_total_removes`).
+//! CREATE EXTENSION, databases a worker found without the extension, and the server-wide
+//! removal budget of a pass (`max_total_removes`).
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -22,6 +23,8 @@ pub struct Registry {
     workers: [Slot; MAX_DATABASES],
     /// Databases where CREATE EXTENSION jsonb_ttl just ran (0 = free).
     wanted: [u32; 16],
+    /// Databases a worker just found without the extension (0 = free).
+    without_extension: [u32; 64],
     /// Databases a DROP DATABASE is dropping, and since when (ms since the Unix epoch): the
     /// launcher starts no worker for them for a while (the DROP may also fail).
     dropping: [(u32, i64); 16],
@@ -33,6 +36,7 @@ impl Default for Registry {
         Registry {
             workers: [Slot::default(); MAX_DATABASES],
             wanted: [0; 16],
+            without_extension: [0; 64],
             dropping: [(0, 0); 16],
             launcher_latch: 0,
         }
@@ -143,15 +147,33 @@ pub fn want_worker(dboid: pg_sys::Oid) {
 
 /// Takes the databases that asked for a worker since the last call.
 pub fn take_wanted() -> Vec<pg_sys::Oid> {
+    take(&mut REGISTRY.exclusive().wanted)
+}
+
+/// A worker found no jsonb_ttl in `dboid` and is exiting: the launcher leaves the database
+/// alone until CREATE EXTENSION wakes it. When the list is full the report is dropped, and the
+/// launcher simply probes the database again later.
+pub fn report_without_extension(dboid: pg_sys::Oid) {
     let mut registry = REGISTRY.exclusive();
-    let wanted = registry
-        .wanted
+    if let Some(free) = registry.without_extension.iter_mut().find(|w| **w == 0) {
+        *free = dboid.to_u32();
+    }
+}
+
+/// Takes the databases reported without the extension since the last call.
+pub fn take_without_extension() -> Vec<pg_sys::Oid> {
+    take(&mut REGISTRY.exclusive().without_extension)
+}
+
+/// The databases of a list in shared memory, emptying it.
+fn take(list: &mut [u32]) -> Vec<pg_sys::Oid> {
+    let taken = list
         .iter()
-        .filter(|w| **w != 0)
-        .map(|w| pg_sys::Oid::from(*w))
+        .filter(|db| **db != 0)
+        .map(|db| pg_sys::Oid::from(*db))
         .collect();
-    registry.wanted = [0; 16];
-    wanted
+    list.fill(0);
+    taken
 }
 
 /// Claims up to `want` rows of the server-wide budget: `max_total` rows per window of

@@ -184,6 +184,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         let Some(ext) = ext else {
             // CREATE EXTENSION wakes the launcher before it commits: wait for it a little.
             if patience.is_zero() {
+                registry::report_without_extension(dboid);
                 break;
             }
             sleep(Duration::from_millis(100));

@@ -221,6 +221,34 @@ if q postgres -c "DROP DATABASE db_new"; then pass "DROP DATABASE without FORCE 
 wait_for "the other databases keep their workers" 2 worker_in db_a 1
 q db_a -c "DROP EXTENSION jsonb_ttl CASCADE" 2>/dev/null
 wait_for "after DROP EXTENSION the worker goes away quietly" 2 worker_in db_a 0
+echo "== a database without the extension is looked at once, then left alone until CREATE EXTENSION"
+q postgres -c "CREATE DATABASE quiet"
+# Each worker that connects to 'quiet' commits transactions there; pg_stat_database counts them.
+visits() { q postgres -c "SELECT coalesce(sum(xact_commit), 0) FROM pg_stat_database WHERE datname = 'quiet'"; }
+looked() { [ "$(visits)" -gt 0 ]; }
+wait_for "a worker looked at the new database" 3 looked
+sleep 0.5
+before=$(visits)
+sleep 3.5   # the launcher lists the databases every second (max(frequency, 1 s))
+expect_eq "then none came back in 3.5 s (transactions committed in it)" "$before" "$(visits)"
+q quiet -c "CREATE EXTENSION jsonb_ttl"
+wait_for "CREATE EXTENSION there later: its worker starts at once" 1 worker_in quiet 1
+q quiet -c "DROP EXTENSION jsonb_ttl"
+wait_for "DROP EXTENSION: its worker goes" 2 worker_in quiet 0
+q quiet -c "CREATE EXTENSION jsonb_ttl; DROP EXTENSION jsonb_ttl; CREATE EXTENSION jsonb_ttl"
+wait_for "CREATE EXTENSION again: a worker again" 1 worker_in quiet 1
+q quiet <<'SQL'
+BEGIN;
+DROP EXTENSION jsonb_ttl;
+CREATE EXTENSION jsonb_ttl;
+SELECT FROM pg_sleep(0.5);
+COMMIT;
+SQL
+events_table quiet
+q quiet -c "INSERT INTO events (label, doc) VALUES ('x', '{\"at\": \"2019-01-01\"}')"
+quiet_gone() { [ "$(q quiet -c "SELECT count(*) FROM events")" = 0 ]; }
+wait_for "re-created in one transaction while its worker ran: still served" 2 quiet_gone
+
 # Expected: the FATAL of a worker told to leave a database being dropped, and, rarely, of one
 # the launcher started just before the DROP and that found the database gone when it got the
 # database's lock (docs/worker.md). Anything else is a bug.

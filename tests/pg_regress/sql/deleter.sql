@@ -39,8 +39,27 @@ DELETE FROM ONLY public.events WHERE ctid = ANY (ARRAY(
   WHERE public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour'
   ORDER BY public.ttl_timestamp((doc -> 'at'::text)) LIMIT 1000 FOR UPDATE SKIP LOCKED))
 AND public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour';
+
+-- one call runs statements of jsonb_ttl.batch_size rows first, then twice as many each time (up
+-- to 1M): within one transaction each statement walks past the index entries of every row the
+-- earlier ones removed, so fixed-size statements would cost n²/batch_size for n rows
+CREATE TABLE statement_sizes (at serial, n bigint);
+CREATE FUNCTION record_statement() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN INSERT INTO statement_sizes (n) SELECT count(*) FROM gone; RETURN NULL; END $$;
+CREATE TRIGGER record_statement AFTER DELETE ON events REFERENCING OLD TABLE AS gone
+  FOR EACH STATEMENT EXECUTE FUNCTION record_statement();
 SHOW jsonb_ttl.batch_size;
 SELECT ttl_expire_now('events') AS removed;
+SELECT n AS rows_per_statement FROM statement_sizes ORDER BY at;
+TRUNCATE statement_sizes;
+INSERT INTO events SELECT 'bulk', jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 10000) g;
+SELECT ttl_expire_now('events', 6500) AS removed;
+SELECT n AS rows_per_statement FROM statement_sizes ORDER BY at;
+SELECT count(*) AS bulk_left FROM events WHERE label = 'bulk';
+SELECT ttl_expire_now('events') AS removed;
+DROP TRIGGER record_statement ON events;
+DROP TABLE statement_sizes;
+DROP FUNCTION record_statement();
 
 -- a DELETE trigger sees the caller of ttl_expire_now
 CREATE TABLE deleted_by (label text, who name);
