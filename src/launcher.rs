@@ -44,8 +44,8 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     let mut workers: HashMap<Oid, DynamicBackgroundWorker> = HashMap::new();
     // Databases a worker found without the extension, and since when.
     let mut without_extension: HashMap<Oid, Instant> = HashMap::new();
-    // Databases whose CREATE EXTENSION asked for a worker, and since when.
-    let mut wanted: HashMap<Oid, Instant> = HashMap::new();
+    // Databases whose CREATE EXTENSION asked for a worker: its transaction, and since when.
+    let mut wanted: HashMap<Oid, (pg_sys::TransactionId, Instant)> = HashMap::new();
     let mut last_probe: Option<Instant> = None;
     loop {
         let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
@@ -55,7 +55,11 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
                 .into_iter()
                 .map(|db| (db, now)),
         );
-        wanted.extend(registry::take_wanted().into_iter().map(|db| (db, now)));
+        wanted.extend(
+            registry::take_wanted()
+                .into_iter()
+                .map(|(db, xid)| (db, (xid, now))),
+        );
         // A report from a worker that looked before CREATE EXTENSION committed is stale.
         without_extension.retain(|db, since| {
             !wanted.contains_key(db) && since.elapsed() < REPROBE_WITHOUT_EXTENSION
@@ -67,14 +71,14 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
             without_extension.retain(|db, _| databases.contains(db));
             for db in databases {
                 if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
-                    ensure_worker(&mut workers, db, false);
+                    ensure_worker(&mut workers, db, pg_sys::InvalidTransactionId);
                 }
             }
         }
-        // A worker that waits for the CREATE EXTENSION to commit, as soon as none runs there
-        // (one may be looking at the database right now, before the commit).
-        wanted.retain(|&db, since| {
-            ensure_worker(&mut workers, db, true) == Ensured::Running
+        // A worker that waits for the CREATE EXTENSION's transaction to end, as soon as none
+        // runs there (one may be looking at the database right now, before the commit).
+        wanted.retain(|&db, (xid, since)| {
+            ensure_worker(&mut workers, db, *xid) == Ensured::Running
                 && since.elapsed() < WANTED_PATIENCE
         });
         let mut wait =
@@ -95,7 +99,7 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
 const REPROBE_WITHOUT_EXTENSION: Duration = Duration::from_secs(300);
 
 /// How long a CREATE EXTENSION that found a worker running in its database waits for that
-/// worker to stop, to start one that waits for the commit.
+/// worker to stop, to start one that waits for the CREATE EXTENSION's transaction to end.
 const WANTED_PATIENCE: Duration = Duration::from_secs(30);
 
 /// What `ensure_worker` found or did.
@@ -108,13 +112,14 @@ enum Ensured {
     NotStarted,
 }
 
-/// Starts the worker of `db` unless one is running; `just_created` when CREATE EXTENSION asked
-/// for it (the worker then waits for that transaction to commit). When no worker slot is free
-/// (max_worker_processes), logs and tries again at the next probe.
+/// Starts the worker of `db` unless one is running; `created_by` is the transaction of the
+/// CREATE EXTENSION that asked for it, which the worker waits for (InvalidTransactionId at a
+/// probe). When no worker slot is free (max_worker_processes), logs and tries again at the
+/// next probe.
 fn ensure_worker(
     workers: &mut HashMap<Oid, DynamicBackgroundWorker>,
     db: Oid,
-    just_created: bool,
+    created_by: pg_sys::TransactionId,
 ) -> Ensured {
     let running = workers.get(&db).is_some_and(|w| {
         !matches!(
@@ -134,7 +139,7 @@ fn ensure_worker(
             .set_library("jsonb_ttl")
             .set_function("jsonb_ttl_worker_main")
             .set_argument(Some(
-                crate::worker::WorkerArg { db, just_created }.into_datum(),
+                crate::worker::WorkerArg { db, created_by }.into_datum(),
             ))
             .enable_shmem_access(None)
             .enable_spi_access()

@@ -21,8 +21,8 @@ pub struct Slot {
 #[derive(Copy, Clone)]
 pub struct Registry {
     workers: [Slot; MAX_DATABASES],
-    /// Databases where CREATE EXTENSION jsonb_ttl just ran (0 = free).
-    wanted: [u32; 16],
+    /// Databases where CREATE EXTENSION jsonb_ttl just ran, with its transaction (0 = free).
+    wanted: [(u32, u32); 16],
     /// Databases a worker just found without the extension (0 = free).
     without_extension: [u32; 64],
     /// Databases a DROP DATABASE is dropping, and since when (ms since the Unix epoch): the
@@ -35,7 +35,7 @@ impl Default for Registry {
     fn default() -> Self {
         Registry {
             workers: [Slot::default(); MAX_DATABASES],
-            wanted: [0; 16],
+            wanted: [(0, 0); 16],
             without_extension: [0; 64],
             dropping: [(0, 0); 16],
             launcher_latch: 0,
@@ -132,22 +132,36 @@ pub fn register_launcher() {
     registry.launcher_latch = unsafe { &raw mut (*pg_sys::MyProc).procLatch } as usize;
 }
 
-/// Records that `dboid` wants a worker now (CREATE EXTENSION) and wakes the launcher.
-pub fn want_worker(dboid: pg_sys::Oid) {
+/// Records that `dboid` wants a worker now, once transaction `xid` (the CREATE EXTENSION's)
+/// ends, and wakes the launcher.
+pub fn want_worker(dboid: pg_sys::Oid, xid: pg_sys::TransactionId) {
+    let entry = (dboid.to_u32(), u32::from(xid));
     let mut registry = REGISTRY.exclusive();
-    if !registry.wanted.contains(&dboid.to_u32()) {
-        if let Some(free) = registry.wanted.iter_mut().find(|w| **w == 0) {
-            *free = dboid.to_u32();
-        }
+    let slot = registry
+        .wanted
+        .iter()
+        .position(|w| w.0 == entry.0)
+        .or_else(|| registry.wanted.iter().position(|w| w.0 == 0));
+    if let Some(slot) = slot {
+        registry.wanted[slot] = entry;
     }
     if registry.launcher_latch != 0 {
         unsafe { pg_sys::SetLatch(registry.launcher_latch as *mut pg_sys::Latch) };
     }
 }
 
-/// Takes the databases that asked for a worker since the last call.
-pub fn take_wanted() -> Vec<pg_sys::Oid> {
-    take(&mut REGISTRY.exclusive().wanted)
+/// Takes the databases that asked for a worker since the last call, each with the transaction
+/// to wait for.
+pub fn take_wanted() -> Vec<(pg_sys::Oid, pg_sys::TransactionId)> {
+    let mut registry = REGISTRY.exclusive();
+    let wanted = registry
+        .wanted
+        .iter()
+        .filter(|w| w.0 != 0)
+        .map(|&(db, xid)| (pg_sys::Oid::from(db), pg_sys::TransactionId::from(xid)))
+        .collect();
+    registry.wanted = [(0, 0); 16];
+    wanted
 }
 
 /// A worker found no jsonb_ttl in `dboid` and is exiting: the launcher leaves the database
@@ -217,10 +231,13 @@ pub fn give_back(rows: i64) {
     }
 }
 
-/// Called from CREATE EXTENSION: the launcher starts this database's worker at once.
+/// Called from CREATE EXTENSION: the launcher starts this database's worker at once, and the
+/// worker waits for this transaction to end.
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_wake_launcher")]
 fn ttl_wake_launcher() {
     if crate::preloaded() {
-        want_worker(unsafe { pg_sys::MyDatabaseId });
+        want_worker(unsafe { pg_sys::MyDatabaseId }, unsafe {
+            pg_sys::GetTopTransactionId()
+        });
     }
 }

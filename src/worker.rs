@@ -122,24 +122,41 @@ struct Worker {
     next_start: usize,
 }
 
-/// What the launcher tells a worker: its database, and whether CREATE EXTENSION just asked
-/// for it (then the worker waits for that transaction to commit before giving up).
+/// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
+/// that statement's transaction (the worker waits for it to end before it looks).
 pub struct WorkerArg {
     pub db: Oid,
-    pub just_created: bool,
+    /// The CREATE EXTENSION's top-level transaction, or InvalidTransactionId (0).
+    pub created_by: pg_sys::TransactionId,
 }
 
 impl WorkerArg {
     pub fn into_datum(self) -> pg_sys::Datum {
-        pg_sys::Datum::from(self.db.to_u32() as u64 | (self.just_created as u64) << 32)
+        pg_sys::Datum::from(self.db.to_u32() as u64 | (u32::from(self.created_by) as u64) << 32)
     }
 
     fn from_datum(datum: pg_sys::Datum) -> WorkerArg {
         let value = datum.value() as u64;
         WorkerArg {
             db: Oid::from(value as u32),
-            just_created: value >> 32 != 0,
+            created_by: pg_sys::TransactionId::from((value >> 32) as u32),
         }
+    }
+}
+
+/// Waits until transaction `xid` has committed or rolled back (at once if it has), as a row
+/// lock waits for its holder: a CREATE EXTENSION may sit in a long transaction (a restore, a
+/// migration) and the worker must not give up on it. No snapshot is taken meanwhile.
+fn wait_for_transaction(xid: pg_sys::TransactionId) {
+    unsafe {
+        pg_sys::StartTransactionCommand();
+        pg_sys::XactLockTableWait(
+            xid,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            pg_sys::XLTW_Oper::XLTW_None,
+        );
+        pg_sys::CommitTransactionCommand();
     }
 }
 
@@ -148,7 +165,7 @@ impl WorkerArg {
 pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     let WorkerArg {
         db: dboid,
-        just_created,
+        created_by,
     } = WorkerArg::from_datum(arg);
     unsafe { pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die)) };
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
@@ -163,6 +180,10 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     unsafe { pg_sys::before_shmem_exit(Some(unregister_on_exit), pg_sys::Datum::from(0)) };
     // Everything the worker runs names its schema; nothing resolves through search_path.
     let _ = in_transaction(|| Spi::run("SET search_path = pg_catalog, pg_temp"));
+    if created_by != pg_sys::InvalidTransactionId {
+        // CREATE EXTENSION wakes the launcher before it commits.
+        wait_for_transaction(created_by);
+    }
 
     let mut worker = Worker {
         statements: HashMap::new(),
@@ -171,27 +192,16 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         lookup_sql: String::new(),
         next_start: 0,
     };
-    let mut patience = if just_created {
-        Duration::from_secs(10)
-    } else {
-        Duration::ZERO
-    };
     loop {
         handle_signals();
         let Ok(ext) = in_transaction(catalog::find_extension_schema) else {
             break;
         };
         let Some(ext) = ext else {
-            // CREATE EXTENSION wakes the launcher before it commits: wait for it a little.
-            if patience.is_zero() {
-                registry::report_without_extension(dboid);
-                break;
-            }
-            sleep(Duration::from_millis(100));
-            patience = patience.saturating_sub(Duration::from_millis(100));
-            continue;
+            // Never created here, dropped, or its CREATE EXTENSION rolled back.
+            registry::report_without_extension(dboid);
+            break;
         };
-        patience = Duration::ZERO;
         let started = Instant::now();
         if gucs::ENABLED.get() {
             worker.pass(&ext);

@@ -249,6 +249,24 @@ q quiet -c "INSERT INTO events (label, doc) VALUES ('x', '{\"at\": \"2019-01-01\
 quiet_gone() { [ "$(q quiet -c "SELECT count(*) FROM events")" = 0 ]; }
 wait_for "re-created in one transaction while its worker ran: still served" 2 quiet_gone
 
+echo "== CREATE EXTENSION in a long transaction: its worker waits for the commit, however long"
+q postgres -c "CREATE DATABASE slow"
+q slow >/dev/null <<'SQL' &
+BEGIN;
+CREATE EXTENSION jsonb_ttl;
+CREATE TABLE events (id bigserial PRIMARY KEY, label text, doc jsonb);
+SELECT FROM ttl_index_create('events', 'at', interval '1 hour');
+INSERT INTO events (label, doc) VALUES ('x', '{"at": "2019-01-01"}');
+SELECT FROM pg_sleep(11);
+COMMIT;
+SQL
+long_txn=$!
+waiting() { [ "$(q postgres -c "SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'slow'")" = transactionid ]; }
+wait_for "its worker waits on the CREATE EXTENSION's transaction" 2 waiting
+wait "$long_txn"
+slow_gone() { [ "$(q slow -c "SELECT count(*) FROM events")" = 0 ]; }
+wait_for "11 s later it commits, and the worker purges at once" 1 slow_gone
+
 # Expected: the FATAL of a worker told to leave a database being dropped, and, rarely, of one
 # the launcher started just before the DROP and that found the database gone when it got the
 # database's lock (docs/worker.md). Anything else is a bug.
