@@ -29,6 +29,9 @@ wait_for "the worker is purging" 5 purging
 pid=$(worker_pid)
 kill -9 "$pid"
 pass "killed worker $pid with SIGKILL mid-pass"
+# (until the postmaster has reaped the worker, the old server still answers: wait for the reset)
+reset() { grep -q 'all server processes terminated; reinitializing' "$CLUSTER_DIR/server.log"; }
+wait_for "the postmaster resets every process" 30 reset
 wait_for "the server is back after crash recovery" 30 up
 expect_eq "no half-applied batch after the worker's crash" t "$(consistent)"
 back() { [ -n "$(worker_pid)" ] && [ "$(worker_pid)" != "$pid" ]; }

@@ -61,6 +61,12 @@ eventually_eq() {
   pass "$what"
 }
 
+# passes_stopped DB: no pass of any worker has ended for 600 ms (ttl_statistics().last_pass_at),
+# as after `jsonb_ttl.enabled = off` or a long frequency has been reloaded. For wait_for.
+passes_stopped() {
+  [ "$(q "$1" -c "SELECT coalesce(now() - last_pass_at > interval '600 ms', true) FROM ttl_statistics()")" = t ]
+}
+
 finish() {
   echo "$(basename "$0" .sh): $E2E_PASSES passed, $E2E_FAILURES failed"
   [ "$E2E_FAILURES" -eq 0 ]

@@ -25,10 +25,11 @@ CREATE POLICY everything ON secrets USING (note('policy'));
 CREATE FUNCTION on_delete() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS
 $$ BEGIN PERFORM note('trigger'); RETURN OLD; END $$;
 CREATE TRIGGER on_delete BEFORE DELETE ON secrets FOR EACH ROW EXECUTE FUNCTION on_delete();
-SELECT FROM ttl_index_create('secrets', 'at', 0);
 INSERT INTO secrets SELECT jsonb_build_object('at', '2019-01-01', 'k', g) FROM generate_series(1, 20) g;
 RESET ROLE;
 DELETE FROM seen;   -- what alice's own inserts noted
+SET ROLE alice;     -- only now may the worker start deleting
+SELECT FROM ttl_index_create('secrets', 'at', 0);
 SQL
 gone() { [ "$(q priv -c "SET row_security = off; SELECT count(*) FROM secrets")" = 0 ]; }
 wait_for "the worker purges alice's table" 3 gone
@@ -37,7 +38,7 @@ expect_eq "the trigger and the policy ran, as alice and never as a superuser" "p
 expect_eq "no code ran as a superuser" 0 "$(q priv -c "SELECT count(*) FROM seen WHERE superuser")"
 
 q priv -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
-sleep 0.3
+wait_for "passes stop after enabled = off is reloaded" 5 passes_stopped priv
 q priv -c "INSERT INTO secrets VALUES ('{\"at\": \"2019-01-01\", \"k\": 3}')"
 expect_eq "mallory sees alice's TTL table in ttl_stats, as pg_class shows it" "secrets" \
   "$(q priv -c "SET ROLE mallory; SELECT table_name FROM ttl_stats")"
