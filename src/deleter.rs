@@ -15,6 +15,12 @@
 //! `FOR UPDATE` in READ COMMITTED re-evaluates the condition on the newest version of a row it
 //! locks, and the DELETE checks it again on the version it removes, so a row whose date was
 //! moved into the future after being found is never removed.
+//!
+//! A batch that removes fewer rows than asked usually means the table is drained. But rows a
+//! DELETE trigger keeps (it returns NULL), or whose date moved meanwhile, make it short too, and
+//! kept rows stay at the head of the index for the next batch. So after a short batch comes a
+//! [`Batch::Counting`] one, the same DELETE in a CTE that also counts the rows it picked, to
+//! tell the two apart (see [`Purge`]); it costs about 10 % more, so it runs only then.
 
 use crate::catalog::{self, TtlIndex};
 use pgrx::datum::Interval;
@@ -42,40 +48,112 @@ pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
 /// The parameter type of the probe: expire_after.
 pub const PROBE_ARGS: [PgBuiltInOids; 1] = [PgBuiltInOids::INTERVALOID];
 
-/// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
-pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+/// The two forms of a batch.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Batch {
+    /// The DELETE alone: reports the rows it removed.
+    Plain,
+    /// The same DELETE in a CTE, reporting the rows it picked (and locked) too.
+    Counting,
+}
+
+/// What one batch did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Outcome {
+    /// Rows picked and locked, known for a [`Batch::Counting`] batch only.
+    pub picked: Option<u64>,
+    pub deleted: u64,
+}
+
+/// The batch statement of a TTL index in the form `batch` (parameters: `$1 interval`
+/// expire_after, `$2 bigint` limit).
+pub fn batch_sql(ext_schema: &str, index: &TtlIndex, batch: Batch) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
     let table = &index.qualified_table;
-    Ok(format!(
-        "DELETE FROM ONLY {table} WHERE ctid = ANY (ARRAY(\
-            SELECT ctid FROM ONLY {table} WHERE {reference} < now() - $1 \
-            ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED)) \
-         AND {reference} < now() - $1"
-    ))
+    let pick = format!(
+        "SELECT ctid FROM ONLY {table} WHERE {reference} < now() - $1 \
+         ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED"
+    );
+    let delete = |rows: &str| {
+        format!(
+            "DELETE FROM ONLY {table} WHERE ctid = ANY (ARRAY({rows})) \
+             AND {reference} < now() - $1"
+        )
+    };
+    Ok(match batch {
+        Batch::Plain => delete(&pick),
+        Batch::Counting => format!(
+            "WITH picked AS MATERIALIZED ({pick}), deleted AS ({} RETURNING 1) \
+             SELECT (SELECT count(*) FROM picked), (SELECT count(*) FROM deleted)",
+            delete("SELECT ctid FROM picked")
+        ),
+    })
 }
 
 /// The parameter types of the batch statement: expire_after, limit.
 pub const BATCH_ARGS: [PgBuiltInOids; 2] = [PgBuiltInOids::INTERVALOID, PgBuiltInOids::INT8OID];
 
-/// Prepares the batch statement of a TTL index for repeated execution on `client`.
-pub fn prepare<'conn>(
-    client: &SpiClient<'conn>,
-    ext_schema: &str,
-    index: &TtlIndex,
-) -> SpiResult<PreparedStatement<'conn>> {
-    let sql = batch_sql(ext_schema, index).unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
-    client.prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
-}
-
-/// Runs one batch and returns the rows it removed (at most `limit`).
+/// Runs one batch of the form `batch` (`statement` prepared from `batch_sql`) for at most
+/// `limit` rows.
 pub fn run_batch<'conn>(
     client: &mut SpiClient<'conn>,
     statement: &PreparedStatement<'conn>,
+    batch: Batch,
     expire_after: Interval,
     limit: i64,
-) -> SpiResult<u64> {
+) -> SpiResult<Outcome> {
     let result = client.update(statement, None, &[expire_after.into(), limit.into()])?;
-    Ok(result.len() as u64)
+    Ok(match batch {
+        Batch::Plain => Outcome {
+            picked: None,
+            deleted: result.len() as u64,
+        },
+        Batch::Counting => {
+            let row = result.first();
+            let count = |i| row.get::<i64>(i).map(|n| n.unwrap_or(0) as u64);
+            Outcome {
+                picked: Some(count(1)?),
+                deleted: count(2)?,
+            }
+        }
+    })
+}
+
+/// Batch after batch, whether the purge of one table goes on, and in which form.
+///
+/// Plain batches while they come back full. After a short one, counting batches, which go on
+/// while they pick as many rows as asked and remove some of them: rows a trigger keeps are
+/// picked again each time, and the rows behind them get removed. A counting batch that picks
+/// fewer rows than asked means nothing else is expired (or the rest is locked elsewhere); one
+/// that removes nothing means only kept rows are left at the head of the index. Either ends it.
+#[derive(Debug)]
+pub struct Purge {
+    next: Batch,
+}
+
+impl Default for Purge {
+    fn default() -> Self {
+        Purge { next: Batch::Plain }
+    }
+}
+
+impl Purge {
+    /// The form of the next batch.
+    pub fn next(&self) -> Batch {
+        self.next
+    }
+
+    /// Takes the outcome of a batch that asked for `limit` rows; false when the table is done.
+    pub fn go_on(&mut self, limit: i64, outcome: Outcome) -> bool {
+        match outcome.picked {
+            None if (outcome.deleted as i64) < limit => {
+                self.next = Batch::Counting;
+                true
+            }
+            None => true,
+            Some(picked) => picked as i64 >= limit && outcome.deleted > 0,
+        }
+    }
 }
 
 /// Runs `f` with the planner kept on the TTL index (no sequential scan, bitmap scan or sort),
@@ -123,8 +201,7 @@ pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) 
 const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 
 /// Removes up to `max_rows` expired rows of one TTL index in the current transaction and
-/// returns how many it removed. Stops early when a statement comes back short: nothing else is
-/// expired, or what is left is locked by someone else.
+/// returns how many it removed, batch after batch as [`Purge`] says.
 ///
 /// The statements start at `batch_size` rows and double, up to `MAX_STATEMENT_ROWS`. In one
 /// transaction the index entries of rows an earlier statement removed stay (they are dead to
@@ -133,22 +210,34 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
     with_index_plans(None, || {
         Spi::connect_mut(|client| {
-            let statement = prepare(client, ext_schema, index).unwrap_or_else(|e| {
-                error!(
-                    "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                    index.display_name
-                )
-            });
+            let prepare = |batch| {
+                let sql = batch_sql(ext_schema, index, batch).unwrap_or_else(|e| error!("{e}"));
+                client
+                    .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
+                    .unwrap_or_else(|e| {
+                        error!(
+                            "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                            index.display_name
+                        )
+                    })
+            };
+            let plain = prepare(Batch::Plain);
+            let counting = prepare(Batch::Counting);
+            let mut purge = Purge::default();
             let mut removed: u64 = 0;
             let mut size = batch_size;
             while (removed as i64) < max_rows {
                 let limit = size.min(max_rows - removed as i64);
-                let n =
-                    run_batch(client, &statement, index.expire_after, limit).unwrap_or_else(|e| {
+                let statement = match purge.next() {
+                    Batch::Plain => &plain,
+                    Batch::Counting => &counting,
+                };
+                let outcome = run_batch(client, statement, purge.next(), index.expire_after, limit)
+                    .unwrap_or_else(|e| {
                         error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
                     });
-                removed += n;
-                if (n as i64) < limit {
+                removed += outcome.deleted;
+                if !purge.go_on(limit, outcome) {
                     break;
                 }
                 size = (size * 2).min(MAX_STATEMENT_ROWS);
@@ -156,4 +245,87 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
             removed
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Batch, Outcome, Purge};
+
+    fn plain(deleted: u64) -> Outcome {
+        Outcome {
+            picked: None,
+            deleted,
+        }
+    }
+
+    fn counting(picked: u64, deleted: u64) -> Outcome {
+        Outcome {
+            picked: Some(picked),
+            deleted,
+        }
+    }
+
+    /// One batch of 1000 rows: its outcome, whether the purge goes on, the next batch's form.
+    type Step = (Outcome, bool, Batch);
+
+    /// Each case: the successive batches of one visit.
+    #[test]
+    fn purge_decisions() {
+        let cases: &[(&str, &[Step])] = &[
+            (
+                "full batches go on, plain",
+                &[
+                    (plain(1000), true, Batch::Plain),
+                    (plain(1000), true, Batch::Plain),
+                ],
+            ),
+            (
+                "drained: a short batch, then a counting one that picks less",
+                &[
+                    (plain(1000), true, Batch::Plain),
+                    (plain(400), true, Batch::Counting),
+                    (counting(0, 0), false, Batch::Counting),
+                ],
+            ),
+            (
+                "one row kept by a trigger at the head: the rows behind it go",
+                &[
+                    (plain(999), true, Batch::Counting),
+                    (counting(1000, 999), true, Batch::Counting),
+                    (counting(1000, 999), true, Batch::Counting),
+                    (counting(301, 300), false, Batch::Counting),
+                ],
+            ),
+            (
+                "only kept rows left: picked in full, none removed",
+                &[
+                    (plain(0), true, Batch::Counting),
+                    (counting(1000, 0), false, Batch::Counting),
+                ],
+            ),
+            (
+                "an empty table",
+                &[
+                    (plain(0), true, Batch::Counting),
+                    (counting(0, 0), false, Batch::Counting),
+                ],
+            ),
+            (
+                "rows keep expiring: a counting batch that picks a full batch goes on",
+                &[
+                    (plain(10), true, Batch::Counting),
+                    (counting(1000, 1000), true, Batch::Counting),
+                    (counting(12, 12), false, Batch::Counting),
+                ],
+            ),
+        ];
+        for (name, steps) in cases {
+            let mut purge = Purge::default();
+            assert_eq!(purge.next(), Batch::Plain, "{name}: starts plain");
+            for (i, &(outcome, go_on, next)) in steps.iter().enumerate() {
+                assert_eq!(purge.go_on(1000, outcome), go_on, "{name}: step {i}");
+                assert_eq!(purge.next(), next, "{name}: step {i}, next form");
+            }
+        }
+    }
 }

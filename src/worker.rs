@@ -8,6 +8,7 @@
 //! logged and skipped until the next pass.
 
 use crate::catalog::{self, TtlIndex};
+use crate::deleter::{Batch, Outcome, Purge};
 use crate::{deleter, gucs, owner, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
@@ -89,29 +90,29 @@ unsafe extern "C-unwind" fn unregister_on_exit(_code: std::ffi::c_int, _arg: pg_
 /// (a rename changes the SQL and the statement is prepared again).
 type Prepared = (String, OwnedPreparedStatement);
 
-/// The statement for `table` in `cache`, prepared now if missing or stale.
-fn prepared<'a>(
-    cache: &'a mut HashMap<Oid, Prepared>,
-    table: Oid,
+/// The statement for `key` in `cache`, prepared now if missing or stale.
+fn prepared<'a, K: std::hash::Hash + Eq + Copy>(
+    cache: &'a mut HashMap<K, Prepared>,
+    key: K,
     sql: &str,
     args: &[pgrx::PgBuiltInOids],
 ) -> &'a OwnedPreparedStatement {
     if cache
-        .get(&table)
+        .get(&key)
         .is_none_or(|(prepared_sql, _)| prepared_sql != sql)
     {
         let args: Vec<_> = args.iter().map(|t| t.oid()).collect();
         let statement = Spi::connect(|client| client.prepare_mut(sql, &args).map(|s| s.keep()))
             .unwrap_or_else(|e| error!("cannot prepare {sql}: {e}"));
-        cache.insert(table, (sql.to_string(), statement));
+        cache.insert(key, (sql.to_string(), statement));
     }
-    &cache[&table].1
+    &cache[&key].1
 }
 
 /// What the worker keeps between passes.
 struct Worker {
-    /// The batch statement of each table.
-    statements: HashMap<Oid, Prepared>,
+    /// The batch statements of each table, in both forms.
+    statements: HashMap<(Oid, Batch), Prepared>,
     /// The probe of each table (is anything expired?).
     probes: HashMap<Oid, Prepared>,
     /// The catalog lookup of a table's current expire_after (one statement, under InvalidOid),
@@ -237,7 +238,7 @@ impl Worker {
         self.lookup_sql =
             format!("SELECT expire_after FROM {ext}.ttl_index WHERE table_oid::oid = $1");
         self.statements
-            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+            .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         self.probes
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         let expired = self.probe(ext, &indexes);
@@ -303,10 +304,12 @@ impl Worker {
 
     /// Removes the expired rows of one table, batch by batch, within the limits.
     fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
-        let sql = match deleter::batch_sql(ext, index) {
-            Ok(sql) => sql,
-            Err(e) => return report(index, 0, Limit::None, Some(e)),
+        let sql = |batch| deleter::batch_sql(ext, index, batch);
+        let (plain, counting) = match (sql(Batch::Plain), sql(Batch::Counting)) {
+            (Ok(plain), Ok(counting)) => (plain, counting),
+            (Err(e), _) | (_, Err(e)) => return report(index, 0, Limit::None, Some(e)),
         };
+        let mut purge = Purge::default();
         let mut removed = 0u64;
         let mut limit = Limit::None;
         let mut error: Option<String> = None;
@@ -327,24 +330,31 @@ impl Worker {
                 break;
             }
             let batch_started = Instant::now();
-            match self.batch(&sql, index, granted) {
+            let batch = purge.next();
+            let sql = match batch {
+                Batch::Plain => &plain,
+                Batch::Counting => &counting,
+            };
+            match self.batch(sql, batch, index, granted) {
                 Ok(None) => {
                     // The TTL index was dropped since the pass began: nothing to purge.
                     registry::give_back(granted);
                     break;
                 }
-                Ok(Some(n)) => {
+                Ok(Some(outcome)) => {
+                    let n = outcome.deleted;
                     registry::give_back(granted - n as i64);
                     stats::record_batch(index.table, n);
                     removed += n;
-                    if (n as i64) < granted {
+                    if !purge.go_on(granted, outcome) {
                         break;
                     }
                     throttle(n, batch_started);
                 }
                 Err(e) => {
                     registry::give_back(granted);
-                    self.statements.remove(&index.table);
+                    self.statements
+                        .retain(|(table, _), _| *table != index.table);
                     error = Some(e);
                     break;
                 }
@@ -353,10 +363,16 @@ impl Worker {
         report(index, removed, limit, error)
     }
 
-    /// One batch in its own transaction, as the table's owner: the rows removed, or `None`
-    /// when the TTL index no longer exists. expire_after is read again in the batch's own
-    /// transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass.
-    fn batch(&mut self, sql: &str, index: &TtlIndex, limit: i64) -> Result<Option<u64>, String> {
+    /// One batch of the form `batch` in its own transaction, as the table's owner: what it
+    /// did, or `None` when the TTL index no longer exists. expire_after is read again in the
+    /// batch's own transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass.
+    fn batch(
+        &mut self,
+        sql: &str,
+        batch: Batch,
+        index: &TtlIndex,
+        limit: i64,
+    ) -> Result<Option<Outcome>, String> {
         let statements = &mut self.statements;
         let lookups = &mut self.lookups;
         let lookup_sql = &self.lookup_sql;
@@ -376,9 +392,10 @@ impl Worker {
             .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
             deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
                 owner::as_table_owner(index.owner, || {
-                    let statement = prepared(statements, index.table, sql, &deleter::BATCH_ARGS);
+                    let statement =
+                        prepared(statements, (index.table, batch), sql, &deleter::BATCH_ARGS);
                     Spi::connect_mut(|client| {
-                        deleter::run_batch(client, statement, expire_after, limit)
+                        deleter::run_batch(client, statement, batch, expire_after, limit)
                     })
                     .unwrap_or_else(|e| error!("delete failed: {e}"))
                 })

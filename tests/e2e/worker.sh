@@ -211,6 +211,30 @@ eventually_eq "ttl_stats counts each leaf" 1 "parted_1:499 parted_2:500 parted_3
   "SELECT string_agg(table_name::text || ':' || rows_deleted, ' ' ORDER BY table_name::text) FROM ttl_stats WHERE ttl_table = 'parted'::regclass"
 q db_b -c "DROP TABLE parted"
 
+echo "== a row a DELETE trigger keeps does not hold back the expired rows behind it"
+q db_b <<'SQL'
+CREATE TABLE guarded (doc jsonb);
+CREATE TABLE guarded_log (visit bigint);
+CREATE FUNCTION keep_pinned() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN IF OLD.doc ? 'pinned' THEN RETURN NULL; END IF; RETURN OLD; END $$;
+CREATE FUNCTION log_visit() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN
+  INSERT INTO public.guarded_log
+    SELECT coalesce(max(runs), 0) FROM public._ttl_stats() WHERE table_oid = 'public.guarded'::regclass;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER keep_pinned BEFORE DELETE ON guarded FOR EACH ROW EXECUTE FUNCTION keep_pinned();
+CREATE TRIGGER log_visit AFTER DELETE ON guarded FOR EACH ROW EXECUTE FUNCTION log_visit();
+SELECT FROM ttl_index_create('guarded', 'at', 0);
+INSERT INTO guarded VALUES ('{"at": "2018-01-01", "pinned": true}');
+INSERT INTO guarded SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 3000) g;
+SQL
+only_pinned() { [ "$(q db_b -c "SELECT count(*) FROM guarded")" = 1 ]; }
+wait_for "the 3000 expired rows behind a pinned one are purged" 5 only_pinned
+expect_eq "all in one visit of the worker" 1 "$(q db_b -c "SELECT count(DISTINCT visit) FROM guarded_log")"
+expect_eq "the pinned row stays" t "$(q db_b -c "SELECT doc ? 'pinned' FROM guarded")"
+q db_b -c "DROP TABLE guarded, guarded_log"
+
 echo "== CREATE EXTENSION in a new database is served; DROP DATABASE without FORCE succeeds"
 q postgres -c "CREATE DATABASE db_new"
 q db_new -c "CREATE EXTENSION jsonb_ttl"
