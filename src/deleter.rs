@@ -18,9 +18,10 @@
 //!
 //! A batch that removes fewer rows than asked usually means the table is drained. But rows a
 //! DELETE trigger keeps (it returns NULL), or whose date moved meanwhile, make it short too, and
-//! kept rows stay at the head of the index for the next batch. So after a short batch comes a
-//! [`Batch::Counting`] one, the same DELETE in a CTE that also counts the rows it picked, to
-//! tell the two apart (see [`Purge`]); it costs about 10 % more, so it runs only then.
+//! kept rows stay at the head of the index for the next batch. So after a short batch come
+//! [`Batch::Counting`] ones, which first lock and count the rows the DELETE will pick
+//! (`SELECT count(*) FROM (<the same SELECT … FOR UPDATE SKIP LOCKED>)`), to tell the two apart
+//! (see [`Purge`]). The DELETE then finds those rows already locked by its own transaction.
 
 use crate::catalog::{self, TtlIndex};
 use pgrx::datum::Interval;
@@ -53,7 +54,7 @@ pub const PROBE_ARGS: [PgBuiltInOids; 1] = [PgBuiltInOids::INTERVALOID];
 pub enum Batch {
     /// The DELETE alone: reports the rows it removed.
     Plain,
-    /// The same DELETE in a CTE, reporting the rows it picked (and locked) too.
+    /// The rows the DELETE will pick, locked and counted first, then the DELETE.
     Counting,
 }
 
@@ -65,67 +66,72 @@ pub struct Outcome {
     pub deleted: u64,
 }
 
-/// The batch statement of a TTL index in the form `batch` (parameters: `$1 interval`
-/// expire_after, `$2 bigint` limit).
-pub fn batch_sql(ext_schema: &str, index: &TtlIndex, batch: Batch) -> Result<String, String> {
+/// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere.
+fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
-    let table = &index.qualified_table;
-    let pick = format!(
-        "SELECT ctid FROM ONLY {table} WHERE {reference} < now() - $1 \
-         ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED"
-    );
-    let delete = |rows: &str| {
-        format!(
-            "DELETE FROM ONLY {table} WHERE ctid = ANY (ARRAY({rows})) \
-             AND {reference} < now() - $1"
-        )
-    };
-    Ok(match batch {
-        Batch::Plain => delete(&pick),
-        Batch::Counting => format!(
-            "WITH picked AS MATERIALIZED ({pick}), deleted AS ({} RETURNING 1) \
-             SELECT (SELECT count(*) FROM picked), (SELECT count(*) FROM deleted)",
-            delete("SELECT ctid FROM picked")
-        ),
-    })
+    Ok(format!(
+        "SELECT ctid FROM ONLY {} WHERE {reference} < now() - $1 \
+         ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
+        index.qualified_table
+    ))
 }
 
-/// The parameter types of the batch statement: expire_after, limit.
+/// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
+pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
+    Ok(format!(
+        "DELETE FROM ONLY {} WHERE ctid = ANY (ARRAY({})) AND {reference} < now() - $1",
+        index.qualified_table,
+        pick_sql(ext_schema, index)?
+    ))
+}
+
+/// The first statement of a counting batch: locks the rows the batch statement will pick, and
+/// counts them (same parameters).
+pub fn pick_count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    Ok(format!(
+        "SELECT count(*) FROM ({}) picked",
+        pick_sql(ext_schema, index)?
+    ))
+}
+
+/// The parameter types of both statements: expire_after, limit.
 pub const BATCH_ARGS: [PgBuiltInOids; 2] = [PgBuiltInOids::INTERVALOID, PgBuiltInOids::INT8OID];
 
-/// Runs one batch of the form `batch` (`statement` prepared from `batch_sql`) for at most
-/// `limit` rows.
+/// Runs one batch for at most `limit` rows: the batch statement `delete`, after `pick_count`
+/// for a counting batch (both prepared from the functions above).
 pub fn run_batch<'conn>(
     client: &mut SpiClient<'conn>,
-    statement: &PreparedStatement<'conn>,
-    batch: Batch,
+    delete: &PreparedStatement<'conn>,
+    pick_count: Option<&PreparedStatement<'conn>>,
     expire_after: Interval,
     limit: i64,
 ) -> SpiResult<Outcome> {
-    let result = client.update(statement, None, &[expire_after.into(), limit.into()])?;
-    Ok(match batch {
-        Batch::Plain => Outcome {
-            picked: None,
-            deleted: result.len() as u64,
-        },
-        Batch::Counting => {
-            let row = result.first();
-            let count = |i| row.get::<i64>(i).map(|n| n.unwrap_or(0) as u64);
-            Outcome {
-                picked: Some(count(1)?),
-                deleted: count(2)?,
-            }
-        }
-    })
+    let args = || [expire_after.into(), limit.into()];
+    let picked = match pick_count {
+        // FOR UPDATE: not a read-only statement
+        Some(statement) => Some(
+            client
+                .update(statement, None, &args())?
+                .first()
+                .get::<i64>(1)?
+                .unwrap_or(0) as u64,
+        ),
+        None => None,
+    };
+    let deleted = client.update(delete, None, &args())?.len() as u64;
+    Ok(Outcome { picked, deleted })
 }
 
 /// Batch after batch, whether the purge of one table goes on, and in which form.
 ///
 /// Plain batches while they come back full. After a short one, counting batches, which go on
-/// while they pick as many rows as asked and remove some of them: rows a trigger keeps are
-/// picked again each time, and the rows behind them get removed. A counting batch that picks
-/// fewer rows than asked means nothing else is expired (or the rest is locked elsewhere); one
-/// that removes nothing means only kept rows are left at the head of the index. Either ends it.
+/// while they pick as many rows as asked and remove at least half of them: rows a trigger keeps
+/// are picked again each time, and the rows behind them get removed. A counting batch that
+/// picks fewer rows than asked means nothing else is expired (or the rest is locked elsewhere):
+/// done. One that removes less than half of what it picked means mostly kept rows sit at the
+/// head of the index: the table waits for the next pass rather than spend a visit relocking
+/// them for a few rows each time.
 #[derive(Debug)]
 pub struct Purge {
     next: Batch,
@@ -151,7 +157,7 @@ impl Purge {
                 true
             }
             None => true,
-            Some(picked) => picked as i64 >= limit && outcome.deleted > 0,
+            Some(picked) => picked as i64 >= limit && outcome.deleted * 2 >= picked,
         }
     }
 }
@@ -210,8 +216,8 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
     with_index_plans(None, || {
         Spi::connect_mut(|client| {
-            let prepare = |batch| {
-                let sql = batch_sql(ext_schema, index, batch).unwrap_or_else(|e| error!("{e}"));
+            let prepare = |sql: Result<String, String>| {
+                let sql = sql.unwrap_or_else(|e| error!("{e}"));
                 client
                     .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
                     .unwrap_or_else(|e| {
@@ -221,18 +227,15 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
                         )
                     })
             };
-            let plain = prepare(Batch::Plain);
-            let counting = prepare(Batch::Counting);
+            let delete = prepare(batch_sql(ext_schema, index));
+            let pick_count = prepare(pick_count_sql(ext_schema, index));
             let mut purge = Purge::default();
             let mut removed: u64 = 0;
             let mut size = batch_size;
             while (removed as i64) < max_rows {
                 let limit = size.min(max_rows - removed as i64);
-                let statement = match purge.next() {
-                    Batch::Plain => &plain,
-                    Batch::Counting => &counting,
-                };
-                let outcome = run_batch(client, statement, purge.next(), index.expire_after, limit)
+                let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
+                let outcome = run_batch(client, &delete, counting, index.expire_after, limit)
                     .unwrap_or_else(|e| {
                         error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
                     });
@@ -294,6 +297,20 @@ mod tests {
                     (counting(1000, 999), true, Batch::Counting),
                     (counting(1000, 999), true, Batch::Counting),
                     (counting(301, 300), false, Batch::Counting),
+                ],
+            ),
+            (
+                "600 rows kept at the head: wait for the next pass",
+                &[
+                    (plain(400), true, Batch::Counting),
+                    (counting(1000, 400), false, Batch::Counting),
+                ],
+            ),
+            (
+                "half kept: still worth going on",
+                &[
+                    (plain(500), true, Batch::Counting),
+                    (counting(1000, 500), true, Batch::Counting),
                 ],
             ),
             (

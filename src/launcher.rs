@@ -44,48 +44,59 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     let mut workers: HashMap<Oid, DynamicBackgroundWorker> = HashMap::new();
     // Databases a worker found without the extension, and since when.
     let mut without_extension: HashMap<Oid, Instant> = HashMap::new();
-    // Databases whose CREATE EXTENSION asked for a worker: its transaction, and since when.
-    let mut wanted: HashMap<Oid, (pg_sys::TransactionId, Instant)> = HashMap::new();
+    // Databases whose CREATE EXTENSION asked for a worker, with its transaction.
+    let mut wanted: HashMap<Oid, pg_sys::TransactionId> = HashMap::new();
     let mut last_probe: Option<Instant> = None;
     loop {
         let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
-        let now = Instant::now();
-        without_extension.extend(
-            registry::take_without_extension()
-                .into_iter()
-                .map(|db| (db, now)),
-        );
-        wanted.extend(
-            registry::take_wanted()
-                .into_iter()
-                .map(|(db, xid)| (db, (xid, now))),
-        );
-        // A report from a worker that looked before CREATE EXTENSION committed is stale.
+        let (requests, overflowed) = registry::take_wanted();
+        if overflowed {
+            without_extension.clear(); // some request was lost: look everywhere again
+        }
+        wanted.extend(requests);
+        for (db, pid) in registry::take_without_extension() {
+            // A report from a worker that looked before CREATE EXTENSION committed, or from one
+            // that has since been replaced, is stale.
+            let replaced = workers
+                .get(&db)
+                .is_some_and(|w| matches!(w.pid(), Ok(current) if current != pid));
+            if !wanted.contains_key(&db) && !replaced {
+                without_extension.insert(db, Instant::now());
+            }
+        }
         without_extension.retain(|db, since| {
             !wanted.contains_key(db) && since.elapsed() < REPROBE_WITHOUT_EXTENSION
         });
-        if last_probe.is_none_or(|t| t.elapsed() >= probe_every) {
-            last_probe = Some(Instant::now());
+        let due = last_probe.is_none_or(|t| t.elapsed() >= probe_every);
+        if due || !wanted.is_empty() {
             let databases = connectable_databases();
-            workers.retain(|db, _| databases.contains(db));
+            // Dropped, or now a template or closed to connections: its worker leaves.
+            let gone: Vec<Oid> = workers
+                .keys()
+                .filter(|db| !databases.contains(db))
+                .copied()
+                .collect();
+            for db in gone {
+                if let Some(worker) = workers.remove(&db) {
+                    worker.terminate();
+                }
+            }
             without_extension.retain(|db, _| databases.contains(db));
-            for db in databases {
-                if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
-                    ensure_worker(&mut workers, db, pg_sys::InvalidTransactionId);
+            wanted.retain(|db, _| databases.contains(db));
+            if due {
+                last_probe = Some(Instant::now());
+                for db in databases {
+                    if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
+                        ensure_worker(&mut workers, db, pg_sys::InvalidTransactionId);
+                    }
                 }
             }
         }
         // A worker that waits for the CREATE EXTENSION's transaction to end, as soon as none
-        // runs there (one may be looking at the database right now, before the commit).
-        wanted.retain(|&db, (xid, since)| {
-            ensure_worker(&mut workers, db, *xid) == Ensured::Running
-                && since.elapsed() < WANTED_PATIENCE
-        });
-        let mut wait =
-            probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
-        if !wanted.is_empty() {
-            wait = wait.min(Duration::from_secs(1));
-        }
+        // runs there (one may be looking at the database right now, before the commit; its
+        // exit wakes the launcher).
+        wanted.retain(|&db, xid| ensure_worker(&mut workers, db, *xid) != Ensured::Started);
+        let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
         if !BackgroundWorker::wait_latch(Some(wait.max(Duration::from_millis(10)))) {
             break;
         }
@@ -97,10 +108,6 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
 /// How long a database found without the extension is left alone, unless CREATE EXTENSION
 /// wakes the launcher first: a safety net for an extension that appeared some other way.
 const REPROBE_WITHOUT_EXTENSION: Duration = Duration::from_secs(300);
-
-/// How long a CREATE EXTENSION that found a worker running in its database waits for that
-/// worker to stop, to start one that waits for the CREATE EXTENSION's transaction to end.
-const WANTED_PATIENCE: Duration = Duration::from_secs(30);
 
 /// What `ensure_worker` found or did.
 #[derive(PartialEq, Eq)]

@@ -23,8 +23,10 @@ pub struct Registry {
     workers: [Slot; MAX_DATABASES],
     /// Databases where CREATE EXTENSION jsonb_ttl just ran, with its transaction (0 = free).
     wanted: [(u32, u32); 16],
-    /// Databases a worker just found without the extension (0 = free).
-    without_extension: [u32; 64],
+    /// A CREATE EXTENSION found `wanted` full: the launcher must look at every database again.
+    wanted_overflowed: bool,
+    /// Databases a worker just found without the extension, with that worker's pid (0 = free).
+    without_extension: [(u32, i32); 64],
     /// Databases a DROP DATABASE is dropping, and since when (ms since the Unix epoch): the
     /// launcher starts no worker for them for a while (the DROP may also fail).
     dropping: [(u32, i64); 16],
@@ -36,7 +38,8 @@ impl Default for Registry {
         Registry {
             workers: [Slot::default(); MAX_DATABASES],
             wanted: [(0, 0); 16],
-            without_extension: [0; 64],
+            wanted_overflowed: false,
+            without_extension: [(0, 0); 64],
             dropping: [(0, 0); 16],
             launcher_latch: 0,
         }
@@ -142,8 +145,9 @@ pub fn want_worker(dboid: pg_sys::Oid, xid: pg_sys::TransactionId) {
         .iter()
         .position(|w| w.0 == entry.0)
         .or_else(|| registry.wanted.iter().position(|w| w.0 == 0));
-    if let Some(slot) = slot {
-        registry.wanted[slot] = entry;
+    match slot {
+        Some(slot) => registry.wanted[slot] = entry,
+        None => registry.wanted_overflowed = true,
     }
     if registry.launcher_latch != 0 {
         unsafe { pg_sys::SetLatch(registry.launcher_latch as *mut pg_sys::Latch) };
@@ -151,8 +155,8 @@ pub fn want_worker(dboid: pg_sys::Oid, xid: pg_sys::TransactionId) {
 }
 
 /// Takes the databases that asked for a worker since the last call, each with the transaction
-/// to wait for.
-pub fn take_wanted() -> Vec<(pg_sys::Oid, pg_sys::TransactionId)> {
+/// to wait for, and whether some request did not fit (then every database may have asked).
+pub fn take_wanted() -> (Vec<(pg_sys::Oid, pg_sys::TransactionId)>, bool) {
     let mut registry = REGISTRY.exclusive();
     let wanted = registry
         .wanted
@@ -161,33 +165,33 @@ pub fn take_wanted() -> Vec<(pg_sys::Oid, pg_sys::TransactionId)> {
         .map(|&(db, xid)| (pg_sys::Oid::from(db), pg_sys::TransactionId::from(xid)))
         .collect();
     registry.wanted = [(0, 0); 16];
-    wanted
+    let overflowed = std::mem::take(&mut registry.wanted_overflowed);
+    (wanted, overflowed)
 }
 
-/// A worker found no jsonb_ttl in `dboid` and is exiting: the launcher leaves the database
+/// This worker found no jsonb_ttl in `dboid` and is exiting: the launcher leaves the database
 /// alone until CREATE EXTENSION wakes it. When the list is full the report is dropped, and the
 /// launcher simply probes the database again later.
 pub fn report_without_extension(dboid: pg_sys::Oid) {
+    let pid = unsafe { pg_sys::MyProcPid };
     let mut registry = REGISTRY.exclusive();
-    if let Some(free) = registry.without_extension.iter_mut().find(|w| **w == 0) {
-        *free = dboid.to_u32();
+    if let Some(free) = registry.without_extension.iter_mut().find(|w| w.0 == 0) {
+        *free = (dboid.to_u32(), pid);
     }
 }
 
-/// Takes the databases reported without the extension since the last call.
-pub fn take_without_extension() -> Vec<pg_sys::Oid> {
-    take(&mut REGISTRY.exclusive().without_extension)
-}
-
-/// The databases of a list in shared memory, emptying it.
-fn take(list: &mut [u32]) -> Vec<pg_sys::Oid> {
-    let taken = list
+/// Takes the databases reported without the extension since the last call, each with the pid
+/// of the worker that reported it.
+pub fn take_without_extension() -> Vec<(pg_sys::Oid, i32)> {
+    let mut registry = REGISTRY.exclusive();
+    let reports = registry
+        .without_extension
         .iter()
-        .filter(|db| **db != 0)
-        .map(|db| pg_sys::Oid::from(*db))
+        .filter(|w| w.0 != 0)
+        .map(|&(db, pid)| (pg_sys::Oid::from(db), pid))
         .collect();
-    list.fill(0);
-    taken
+    registry.without_extension = [(0, 0); 64];
+    reports
 }
 
 /// Claims up to `want` rows of the server-wide budget: `max_total` rows per window of

@@ -90,13 +90,14 @@ unsafe extern "C-unwind" fn unregister_on_exit(_code: std::ffi::c_int, _arg: pg_
 /// (a rename changes the SQL and the statement is prepared again).
 type Prepared = (String, OwnedPreparedStatement);
 
-/// The statement for `key` in `cache`, prepared now if missing or stale.
-fn prepared<'a, K: std::hash::Hash + Eq + Copy>(
-    cache: &'a mut HashMap<K, Prepared>,
+/// Makes sure `cache` holds the statement for `key`, prepared from `sql` (again if the SQL
+/// changed).
+fn prepare_into<K: std::hash::Hash + Eq + Copy>(
+    cache: &mut HashMap<K, Prepared>,
     key: K,
     sql: &str,
     args: &[pgrx::PgBuiltInOids],
-) -> &'a OwnedPreparedStatement {
+) {
     if cache
         .get(&key)
         .is_none_or(|(prepared_sql, _)| prepared_sql != sql)
@@ -106,12 +107,23 @@ fn prepared<'a, K: std::hash::Hash + Eq + Copy>(
             .unwrap_or_else(|e| error!("cannot prepare {sql}: {e}"));
         cache.insert(key, (sql.to_string(), statement));
     }
+}
+
+/// The statement for `key` in `cache`, prepared now if missing or stale.
+fn prepared<'a, K: std::hash::Hash + Eq + Copy>(
+    cache: &'a mut HashMap<K, Prepared>,
+    key: K,
+    sql: &str,
+    args: &[pgrx::PgBuiltInOids],
+) -> &'a OwnedPreparedStatement {
+    prepare_into(cache, key, sql, args);
     &cache[&key].1
 }
 
 /// What the worker keeps between passes.
 struct Worker {
-    /// The batch statements of each table, in both forms.
+    /// The statements of each table's batches: the DELETE (under `Batch::Plain`) and the count
+    /// that comes first in a counting batch (under `Batch::Counting`).
     statements: HashMap<(Oid, Batch), Prepared>,
     /// The probe of each table (is anything expired?).
     probes: HashMap<Oid, Prepared>,
@@ -147,10 +159,21 @@ impl WorkerArg {
 
 /// Waits until transaction `xid` has committed or rolled back (at once if it has), as a row
 /// lock waits for its holder: a CREATE EXTENSION may sit in a long transaction (a restore, a
-/// migration) and the worker must not give up on it. No snapshot is taken meanwhile.
+/// migration) and the worker must not give up on it. No snapshot is held meanwhile, and the
+/// server's `lock_timeout` does not apply; if the wait is cancelled anyway, the worker polls.
 fn wait_for_transaction(xid: pg_sys::TransactionId) {
-    unsafe {
+    let waited = PgTryBuilder::new(|| unsafe {
         pg_sys::StartTransactionCommand();
+        pg_sys::set_config_option(
+            c"lock_timeout".as_ptr(),
+            c"0".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            true,
+            PgLogLevel::ERROR as i32,
+            false,
+        );
         pg_sys::XactLockTableWait(
             xid,
             std::ptr::null_mut(),
@@ -158,6 +181,15 @@ fn wait_for_transaction(xid: pg_sys::TransactionId) {
             pg_sys::XLTW_Oper::XLTW_None,
         );
         pg_sys::CommitTransactionCommand();
+        true
+    })
+    .catch_others(|_| false)
+    .execute();
+    if !waited {
+        unsafe { pg_sys::AbortCurrentTransaction() };
+        while unsafe { pg_sys::TransactionIdIsInProgress(xid) } {
+            sleep(Duration::from_millis(200));
+        }
     }
 }
 
@@ -304,9 +336,11 @@ impl Worker {
 
     /// Removes the expired rows of one table, batch by batch, within the limits.
     fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
-        let sql = |batch| deleter::batch_sql(ext, index, batch);
-        let (plain, counting) = match (sql(Batch::Plain), sql(Batch::Counting)) {
-            (Ok(plain), Ok(counting)) => (plain, counting),
+        let sql = match (
+            deleter::batch_sql(ext, index),
+            deleter::pick_count_sql(ext, index),
+        ) {
+            (Ok(delete), Ok(pick_count)) => BatchSql { delete, pick_count },
             (Err(e), _) | (_, Err(e)) => return report(index, 0, Limit::None, Some(e)),
         };
         let mut purge = Purge::default();
@@ -330,12 +364,7 @@ impl Worker {
                 break;
             }
             let batch_started = Instant::now();
-            let batch = purge.next();
-            let sql = match batch {
-                Batch::Plain => &plain,
-                Batch::Counting => &counting,
-            };
-            match self.batch(sql, batch, index, granted) {
+            match self.batch(&sql, purge.next(), index, granted) {
                 Ok(None) => {
                     // The TTL index was dropped since the pass began: nothing to purge.
                     registry::give_back(granted);
@@ -368,7 +397,7 @@ impl Worker {
     /// batch's own transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass.
     fn batch(
         &mut self,
-        sql: &str,
+        sql: &BatchSql,
         batch: Batch,
         index: &TtlIndex,
         limit: i64,
@@ -392,10 +421,18 @@ impl Worker {
             .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
             deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
                 owner::as_table_owner(index.owner, || {
-                    let statement =
-                        prepared(statements, (index.table, batch), sql, &deleter::BATCH_ARGS);
+                    let args = &deleter::BATCH_ARGS;
+                    prepare_into(statements, (index.table, Batch::Plain), &sql.delete, args);
+                    if batch == Batch::Counting {
+                        let key = (index.table, Batch::Counting);
+                        prepare_into(statements, key, &sql.pick_count, args);
+                    }
+                    let delete = &statements[&(index.table, Batch::Plain)].1;
+                    let pick_count = (batch == Batch::Counting)
+                        .then(|| &statements[&(index.table, Batch::Counting)].1);
                     Spi::connect_mut(|client| {
-                        deleter::run_batch(client, statement, batch, expire_after, limit)
+                        let pick_count = pick_count.map(|s| &**s);
+                        deleter::run_batch(client, delete, pick_count, expire_after, limit)
                     })
                     .unwrap_or_else(|e| error!("delete failed: {e}"))
                 })
@@ -403,6 +440,12 @@ impl Worker {
             .into()
         })
     }
+}
+
+/// The SQL of one table's batches (see `deleter`).
+struct BatchSql {
+    delete: String,
+    pick_count: String,
 }
 
 /// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch

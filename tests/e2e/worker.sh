@@ -294,6 +294,24 @@ wait "$long_txn"
 slow_gone() { [ "$(q slow -c "SELECT count(*) FROM events")" = 0 ]; }
 wait_for "11 s later it commits, and the worker purges at once" 3 slow_gone
 
+echo "== a database with the extension can be a template, be renamed; template1 gets no worker"
+if q postgres -c "CREATE DATABASE db_copy TEMPLATE db_b"; then
+  pass "CREATE DATABASE … TEMPLATE a database whose worker runs (without FORCE)"
+else fail "CREATE DATABASE … TEMPLATE db_b failed"; fi
+wait_for "the copy, with the extension, is served" 5 worker_in db_copy 1
+if q postgres -c "ALTER DATABASE db_copy RENAME TO db_copied"; then
+  pass "ALTER DATABASE … RENAME while its worker runs"
+else fail "ALTER DATABASE … RENAME failed"; fi
+q template1 -c "CREATE EXTENSION jsonb_ttl"
+sleep 1.5
+expect_eq "CREATE EXTENSION in template1 starts no worker there" 0 \
+  "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE datname = 'template1'")"
+if q postgres -c "CREATE DATABASE db_from_template1"; then
+  pass "so CREATE DATABASE still works"
+else fail "CREATE DATABASE from template1 failed"; fi
+wait_for "and the new database, with the extension, is served" 5 worker_in db_from_template1 1
+q template1 -c "DROP EXTENSION jsonb_ttl"
+
 # Expected: the FATAL of a worker told to leave a database being dropped, and, rarely, of one
 # the launcher started just before the DROP and that found the database gone when it got the
 # database's lock (docs/worker.md). Anything else is a bug.

@@ -82,5 +82,15 @@ INSERT INTO events VALUES ('kept by trigger', '{"at": "2018-01-01"}');
 INSERT INTO events SELECT 'bulk', jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 2500) g;
 SELECT ttl_expire_now('events') AS removed;
 SELECT label, count(*) FROM events GROUP BY label ORDER BY label;
+-- a table with a DELETE rule (here an audit copy, DO ALSO) is purged like any other
+CREATE TABLE audited (doc jsonb);
+CREATE TABLE audit (doc jsonb);
+CREATE RULE keep_copy AS ON DELETE TO audited DO ALSO INSERT INTO audit VALUES (OLD.doc);
+SELECT FROM ttl_index_create('audited', 'at', 0);
+INSERT INTO audited SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 1500) g;
+SELECT ttl_expire_now('audited') AS removed;
+SELECT (SELECT count(*) FROM audited) AS left, (SELECT count(*) FROM audit) AS copied;
+DROP TABLE audited, audit;
+
 DROP TABLE events, deleted_by;
 DROP FUNCTION record_deleter();
