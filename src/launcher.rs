@@ -16,7 +16,6 @@ use pgrx::bgworkers::{
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::collections::HashMap;
-
 use std::time::{Duration, Instant};
 
 /// Registers the launcher; from `_PG_init` while preloading.
@@ -115,7 +114,7 @@ enum Ensured {
     /// A worker was already running there.
     Running,
     Started,
-    /// The database is being dropped, or no worker slot was free.
+    /// A statement needs the database to itself (DROP DATABASE…), or no worker slot was free.
     NotStarted,
 }
 

@@ -1,4 +1,4 @@
-//! Shared memory the launcher, the per-database workers and the DROP DATABASE hook share:
+//! Shared memory the launcher, the per-database workers and the ProcessUtility hook share:
 //! which process serves which database, the launcher's latch, databases that just ran
 //! CREATE EXTENSION, databases a worker found without the extension, and the server-wide
 //! removal budget of a pass (`max_total_removes`).
@@ -27,8 +27,8 @@ pub struct Registry {
     wanted_overflowed: bool,
     /// Databases a worker just found without the extension, with that worker's pid (0 = free).
     without_extension: [(u32, i32); 64],
-    /// Databases a DROP DATABASE is dropping, and since when (ms since the Unix epoch): the
-    /// launcher starts no worker for them for a while (the DROP may also fail).
+    /// Databases a statement needs to itself (DROP DATABASE, CREATE DATABASE … TEMPLATE, …), and
+    /// since when (ms since the Unix epoch): the launcher starts no worker for them for a while.
     dropping: [(u32, i64); 16],
     launcher_latch: usize,
 }
@@ -101,8 +101,9 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// DROP DATABASE is about to run: no new worker for `dboid` for a while, and the worker
-/// serving it, if any, is asked to exit (SIGTERM) so the statement need not wait.
+/// A statement that needs `dboid` to itself (DROP DATABASE…) is about to run: no new worker
+/// for `dboid` for a while, and the worker serving it, if any, is asked to exit (SIGTERM) so
+/// the statement need not wait.
 pub fn stop_worker(dboid: pg_sys::Oid) -> Option<i32> {
     let mut registry = REGISTRY.exclusive();
     let now = now_ms();
@@ -119,7 +120,7 @@ pub fn stop_worker(dboid: pg_sys::Oid) -> Option<i32> {
     Some(pid)
 }
 
-/// Whether a DROP DATABASE of `dboid` started recently.
+/// Whether a statement that needs `dboid` to itself started recently.
 pub fn is_dropping(dboid: pg_sys::Oid) -> bool {
     let now = now_ms();
     REGISTRY
