@@ -109,8 +109,10 @@ END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION @extschema@._ttl_on_sql_drop();
 
--- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index: the catalog
--- follows the new name. Only entries whose recorded index name no longer exists are updated.
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index, and ALTER TABLE
+-- … RENAME COLUMN of the column it reads: the catalog follows the new name. Only entries whose
+-- recorded name no longer exists are updated (the command reports the index, or the table and
+-- the renamed column's number).
 CREATE FUNCTION @extschema@._ttl_on_ddl_command_end()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -125,6 +127,14 @@ BEGIN
       AND i.indrelid = t.table_oid::oid
       AND NOT EXISTS (SELECT FROM pg_class x
                       WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
+    UPDATE @extschema@.ttl_index t SET column_name = a.attname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
+      AND d.objid = t.table_oid::oid AND NOT a.attisdropped
+      AND NOT EXISTS (SELECT FROM pg_attribute x
+                      WHERE x.attrelid = t.table_oid AND x.attname = t.column_name
+                        AND NOT x.attisdropped);
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end

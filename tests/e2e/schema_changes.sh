@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Schema changes while the worker is purging: ALTER TABLE RENAME / SET SCHEMA, DROP TABLE,
+# Schema changes while the worker is purging: ALTER TABLE RENAME / SET SCHEMA / RENAME COLUMN, DROP TABLE,
 # DROP INDEX, TRUNCATE, ALTER TABLE … TYPE on the path's column, DROP EXTENSION, DROP DATABASE.
 # No crash, no error loop, and the catalog stays consistent.
 source "$(dirname "$0")/lib.sh"
@@ -16,7 +16,7 @@ for db in ddl other; do
   q postgres -c "CREATE DATABASE $db"
   q $db -c "CREATE EXTENSION jsonb_ttl"
 done
-for t in t_rename t_schema t_drop t_dropindex t_truncate t_type; do backlog ddl $t; done
+for t in t_rename t_schema t_column t_drop t_dropindex t_truncate t_type; do backlog ddl $t; done
 backlog other t_other
 worker() { q postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = '$1'"; }
 purging() { [ "$(q ddl -c "SELECT count(*) < 100000 FROM t_rename")" = t ]; }
@@ -25,6 +25,7 @@ pid=$(worker ddl)
 
 q ddl -c "ALTER TABLE t_rename RENAME TO t_renamed" && pass "ALTER TABLE RENAME under load"
 q ddl -c "CREATE SCHEMA moved" -c "ALTER TABLE t_schema SET SCHEMA moved" && pass "ALTER TABLE SET SCHEMA under load"
+q ddl -c "ALTER TABLE t_column RENAME COLUMN doc TO body" && pass "ALTER TABLE RENAME COLUMN (the path's) under load"
 q ddl -c "DROP TABLE t_drop" && pass "DROP TABLE under load"
 q ddl -c "DROP INDEX t_dropindex_ttl_idx" && pass "DROP INDEX under load"
 q ddl -c "INSERT INTO t_dropindex SELECT -g, jsonb_build_object('at', 1550165973) FROM generate_series(1, 10) g"
@@ -36,9 +37,9 @@ else
   pass "ALTER COLUMN … TYPE text is refused by the TTL index's expression, the table unchanged"
 fi
 
-renamed_done() { [ "$(q ddl -c "SELECT (SELECT count(*) FROM t_renamed) + (SELECT count(*) FROM moved.t_schema) + (SELECT count(*) FROM t_type)")" = 0 ]; }
-wait_for "renamed, moved and rewritten tables are purged to the end" 60 renamed_done
-expect_eq "the catalog lists exactly the tables still with a TTL index" "moved.t_schema t_renamed t_truncate t_type" \
+renamed_done() { [ "$(q ddl -c "SELECT (SELECT count(*) FROM t_renamed) + (SELECT count(*) FROM moved.t_schema) + (SELECT count(*) FROM t_column) + (SELECT count(*) FROM t_type)")" = 0 ]; }
+wait_for "renamed, moved, column-renamed and rewritten tables are purged to the end" 90 renamed_done
+expect_eq "the catalog lists exactly the tables still with a TTL index" "moved.t_schema t_column t_renamed t_truncate t_type" \
   "$(q ddl -c "SELECT string_agg(table_name::text, ' ' ORDER BY table_name::text) FROM ttl_indexes")"
 expect_eq "and every entry has its index" 0 "$(q ddl -c "SELECT count(*) FROM ttl_indexes WHERE index_size IS NULL")"
 expect_eq "t_dropindex keeps the expired rows added after DROP INDEX (no TTL index any more)" 10 \

@@ -16,6 +16,15 @@ INSERT INTO archive.renamed_events VALUES (3, '{"ts": "2019-01-01"}');
 SELECT ttl_expire_now('archive.renamed_events') AS removed;
 SELECT id FROM archive.renamed_events;
 
+-- renaming the column the TTL index reads: the catalog follows it too (other columns do not
+-- matter), and the deleter builds its statements on the new name
+ALTER TABLE archive.renamed_events RENAME COLUMN id TO event_id;
+ALTER TABLE archive.renamed_events RENAME COLUMN doc TO body;
+SELECT table_name, column_name, path FROM ttl_indexes;
+INSERT INTO archive.renamed_events VALUES (4, '{"ts": "2019-01-01"}');
+SELECT ttl_expire_now('archive.renamed_events') AS removed;
+SELECT event_id FROM archive.renamed_events;
+
 -- renaming the index is fine too: the catalog follows the new name
 ALTER INDEX archive.events_ttl_idx RENAME TO my_ttl_index;
 SELECT table_name, index_name, index_size IS NOT NULL AS index_found FROM ttl_indexes;
