@@ -22,6 +22,8 @@ pub struct TtlIndex {
     pub display_name: String,
     pub owner: Oid,
     pub resolved: Resolved,
+    /// The number of `resolved.column` in `table` (0 when it is gone): names change, it stays.
+    pub attnum: i16,
     pub path: String,
     pub expire_after: Interval,
     pub unit: NumericUnit,
@@ -117,6 +119,33 @@ pub fn reference_expr(
     })
 }
 
+/// `index` with the names its table and column have now, from the system caches; `None` when
+/// the table is gone. Called holding a lock on the table, so that a concurrent ALTER TABLE …
+/// RENAME (or SET SCHEMA, RENAME COLUMN) either committed before, and shows here, or waits.
+pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
+    let text = |name: *mut std::ffi::c_char| {
+        (!name.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy())
+    };
+    unsafe {
+        let table = text(pg_sys::get_rel_name(index.table))?;
+        let schema = text(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(
+            index.table,
+        )))?;
+        let mut current = index.clone();
+        current.qualified_table = format!(
+            "{}.{}",
+            quote_identifier(schema.as_ref()),
+            quote_identifier(table.as_ref())
+        );
+        if index.attnum > 0 {
+            if let Some(column) = text(pg_sys::get_attname(index.table, index.attnum, true)) {
+                current.resolved.column = column.into_owned();
+            }
+        }
+        Some(current)
+    }
+}
+
 /// What to load from the catalog.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -139,7 +168,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
         "SELECT l.relid, \
                 pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text), \
                 l.relid::regclass::text, c.relowner, t.column_name::text, a.atttypid, t.json_path, t.path, \
-                t.expire_after, t.numeric_unit, t.index_name::text, t.table_oid::oid \
+                t.expire_after, t.numeric_unit, t.index_name::text, t.table_oid::oid, \
+                coalesce(a.attnum, 0) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid = l.relid \
@@ -176,6 +206,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     unit: NumericUnit::from_name(&text(10)).unwrap_or(NumericUnit::Seconds),
                     index_name: text(11),
                     root: oid(12),
+                    attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
                 }
             })
             .collect()

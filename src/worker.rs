@@ -336,13 +336,6 @@ impl Worker {
 
     /// Removes the expired rows of one table, batch by batch, within the limits.
     fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
-        let sql = match (
-            deleter::batch_sql(ext, index),
-            deleter::pick_count_sql(ext, index),
-        ) {
-            (Ok(delete), Ok(pick_count)) => BatchSql { delete, pick_count },
-            (Err(e), _) | (_, Err(e)) => return report(index, 0, Limit::None, Some(e)),
-        };
         let mut purge = Purge::default();
         let mut removed = 0u64;
         let mut limit = Limit::None;
@@ -364,7 +357,7 @@ impl Worker {
                 break;
             }
             let batch_started = Instant::now();
-            match self.batch(&sql, purge.next(), index, granted) {
+            match self.batch(ext, purge.next(), index, granted) {
                 Ok(None) => {
                     // The TTL index was dropped since the pass began: nothing to purge.
                     registry::give_back(granted);
@@ -394,10 +387,12 @@ impl Worker {
 
     /// One batch of the form `batch` in its own transaction, as the table's owner: what it
     /// did, or `None` when the TTL index no longer exists. expire_after is read again in the
-    /// batch's own transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass.
+    /// batch's own transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass, and
+    /// the statements are built on the names the table and column have once the table is
+    /// locked, so a rename since the pass began costs nothing.
     fn batch(
         &mut self,
-        sql: &BatchSql,
+        ext: &str,
         batch: Batch,
         index: &TtlIndex,
         limit: i64,
@@ -420,18 +415,29 @@ impl Worker {
             })
             .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
             deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
+                // The DELETE's own lock, taken first (within lock_timeout).
+                unsafe {
+                    pg_sys::LockRelationOid(
+                        index.table,
+                        pg_sys::RowExclusiveLock as pg_sys::LOCKMODE,
+                    )
+                };
+                let current = catalog::with_current_names(index)
+                    .unwrap_or_else(|| error!("the table no longer exists"));
+                let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+                let delete = sql(deleter::batch_sql(ext, &current));
+                let pick_count = sql(deleter::pick_count_sql(ext, &current));
                 owner::as_table_owner(index.owner, || {
                     let args = &deleter::BATCH_ARGS;
-                    prepare_into(statements, (index.table, Batch::Plain), &sql.delete, args);
+                    prepare_into(statements, (index.table, Batch::Plain), &delete, args);
                     if batch == Batch::Counting {
                         let key = (index.table, Batch::Counting);
-                        prepare_into(statements, key, &sql.pick_count, args);
+                        prepare_into(statements, key, &pick_count, args);
                     }
                     let delete = &statements[&(index.table, Batch::Plain)].1;
                     let pick_count = (batch == Batch::Counting)
-                        .then(|| &statements[&(index.table, Batch::Counting)].1);
+                        .then(|| &*statements[&(index.table, Batch::Counting)].1);
                     Spi::connect_mut(|client| {
-                        let pick_count = pick_count.map(|s| &**s);
                         deleter::run_batch(client, delete, pick_count, expire_after, limit)
                     })
                     .unwrap_or_else(|e| error!("delete failed: {e}"))
@@ -440,12 +446,6 @@ impl Worker {
             .into()
         })
     }
-}
-
-/// The SQL of one table's batches (see `deleter`).
-struct BatchSql {
-    delete: String,
-    pick_count: String,
 }
 
 /// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch
