@@ -359,7 +359,7 @@ impl Worker {
             let batch_started = Instant::now();
             match self.batch(ext, purge.next(), index, granted) {
                 Ok(None) => {
-                    // The TTL index was dropped since the pass began: nothing to purge.
+                    // The TTL index or the table is gone since the pass began: nothing to purge.
                     registry::give_back(granted);
                     break;
                 }
@@ -386,7 +386,7 @@ impl Worker {
     }
 
     /// One batch of the form `batch` in its own transaction, as the table's owner: what it
-    /// did, or `None` when the TTL index no longer exists. expire_after is read again in the
+    /// did, or `None` when the TTL index or the table no longer exists. expire_after is read again in the
     /// batch's own transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass, and
     /// the statements are built on the names the table and column have once the table is
     /// locked, so a rename since the pass began costs nothing.
@@ -422,8 +422,8 @@ impl Worker {
                         pg_sys::RowExclusiveLock as pg_sys::LOCKMODE,
                     )
                 };
-                let current = catalog::with_current_names(index)
-                    .unwrap_or_else(|| error!("the table no longer exists"));
+                // A partition dropped or detached since the pass began: nothing to purge.
+                let current = catalog::with_current_names(index)?;
                 let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
                 let delete = sql(deleter::batch_sql(ext, &current));
                 let pick_count = sql(deleter::pick_count_sql(ext, &current));
@@ -440,10 +440,10 @@ impl Worker {
                     Spi::connect_mut(|client| {
                         deleter::run_batch(client, delete, pick_count, expire_after, limit)
                     })
+                    .map(Some)
                     .unwrap_or_else(|e| error!("delete failed: {e}"))
                 })
             })
-            .into()
         })
     }
 }
