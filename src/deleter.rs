@@ -182,19 +182,8 @@ pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) 
         (c"lock_timeout", lock_timeout.as_deref()),
     ];
     for (name, value) in settings {
-        let Some(value) = value else { continue };
-        let value = std::ffi::CString::new(value).expect("no NUL in a setting");
-        unsafe {
-            pg_sys::set_config_option(
-                name.as_ptr(),
-                value.as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                PgLogLevel::ERROR as i32,
-                false,
-            );
+        if let Some(value) = value {
+            crate::gucs::override_setting(name, value);
         }
     }
     let result = f();

@@ -104,3 +104,22 @@ pub fn register() {
         GucFlags::UNIT_MS,
     );
 }
+
+/// Overrides the server setting `name` with `value` until the current GUC nest level ends: the
+/// end of a function-like scope opened with `NewGUCNestLevel`, or else of the transaction. For
+/// the settings jsonb_ttl's own statements need (planner pins, `lock_timeout`).
+pub fn override_setting(name: &std::ffi::CStr, value: &str) {
+    let value = std::ffi::CString::new(value).expect("no NUL in a setting");
+    unsafe {
+        pgrx::pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pgrx::pg_sys::GucContext::PGC_USERSET,
+            pgrx::pg_sys::GucSource::PGC_S_SESSION,
+            pgrx::pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            pgrx::PgLogLevel::ERROR as i32,
+            false,
+        );
+    }
+}

@@ -164,16 +164,7 @@ impl WorkerArg {
 fn wait_for_transaction(xid: pg_sys::TransactionId) {
     let waited = PgTryBuilder::new(|| unsafe {
         pg_sys::StartTransactionCommand();
-        pg_sys::set_config_option(
-            c"lock_timeout".as_ptr(),
-            c"0".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_LOCAL,
-            true,
-            PgLogLevel::ERROR as i32,
-            false,
-        );
+        gucs::override_setting(c"lock_timeout", "0");
         pg_sys::XactLockTableWait(
             xid,
             std::ptr::null_mut(),

@@ -278,6 +278,7 @@ wait_for "re-created in one transaction while its worker ran: still served" 2 qu
 
 echo "== CREATE EXTENSION in a long transaction: its worker waits for the commit, however long"
 q postgres -c "CREATE DATABASE slow"
+q postgres -c "ALTER DATABASE slow SET lock_timeout = '1s'"   # the worker's wait ignores it
 q slow >/dev/null <<'SQL' &
 BEGIN;
 CREATE EXTENSION jsonb_ttl;
@@ -290,6 +291,9 @@ SQL
 long_txn=$!
 waiting() { [ "$(q postgres -c "SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'slow'")" = transactionid ]; }
 wait_for "its worker waits on the CREATE EXTENSION's transaction" 2 waiting
+sleep 2
+if waiting; then pass "still waiting 2 s later, past the database's lock_timeout of 1 s"
+else fail "the wait ended early (lock_timeout?)"; fi
 wait "$long_txn"
 slow_gone() { [ "$(q slow -c "SELECT count(*) FROM events")" = 0 ]; }
 wait_for "11 s later it commits, and the worker purges at once" 3 slow_gone
