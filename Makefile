@@ -26,11 +26,18 @@ unit:
 	  echo "cargo pgrx test pg15 --runas postgres --pgdata $$d" && \
 	  cargo pgrx test pg15 --runas postgres --pgdata $$d
 
+# cargo pgrx installs the current version's script and the update scripts (sql/jsonb_ttl--A--B.sql);
+# the released install scripts it no longer generates (sql/jsonb_ttl--X.Y.Z.sql) are copied here,
+# so `CREATE EXTENSION jsonb_ttl VERSION '0.1.0'` and its update keep working.
+RELEASED_SCRIPTS = $(filter-out $(wildcard sql/jsonb_ttl--*--*.sql),$(wildcard sql/jsonb_ttl--*.sql))
+
 install:
 	cargo pgrx install --pg-config $(PG_CONFIG)
+	install -m 644 $(RELEASED_SCRIPTS) $$($(PG_CONFIG) --sharedir)/extension/
 
 install-release:
 	cargo pgrx install --release --pg-config $(PG_CONFIG)
+	install -m 644 $(RELEASED_SCRIPTS) $$($(PG_CONFIG) --sharedir)/extension/
 
 regress: install
 	tests/golden.sh regress

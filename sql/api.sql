@@ -84,9 +84,10 @@ COMMENT ON FUNCTION ttl_index_drop(regclass) IS 'Drops the TTL index of a table 
 CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT NULL, max_rows bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT @extschema@._ttl_expire_now(tbl, max_rows) $$;
 COMMENT ON FUNCTION ttl_expire_now(regclass, bigint) IS
-  'Removes expired rows now, in this transaction and as the caller: of one table, or of every TTL table the caller owns.';
+  'Removes expired rows now, in this transaction: of one table, or of every TTL table the caller owns, each as its owner.';
 
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
 -- owner may not write the catalog; it only acts on what pg_event_trigger_dropped_objects()
@@ -153,14 +154,24 @@ SELECT l.relid::regclass                        AS table_name,
        coalesce(s.errors, 0)                    AS errors,
        s.last_error,
        @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
-       t.table_oid                              AS ttl_table
+       t.table_oid                              AS ttl_table,
+       CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
+       END                                      AS skipped
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
+JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid;
 GRANT SELECT ON ttl_stats TO PUBLIC;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.
 REVOKE EXECUTE ON FUNCTION ttl_stats_reset() FROM PUBLIC;
+-- Internals nobody calls directly: the launcher's wake-up (CREATE EXTENSION runs it as the
+-- extension's owner) and the event trigger functions. The other _ttl_* functions stay
+-- executable, because the documented wrappers call them as the caller: each pins its
+-- search_path and checks the caller's rights itself (tests/pg_regress/expected/acl.out).
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
 
 -- Tell the launcher (when preloaded) that this database now wants a worker.
 SELECT @extschema@._ttl_wake_launcher();

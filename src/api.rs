@@ -42,6 +42,7 @@ fn check_expire_after(expire_after: Option<Interval>) -> Interval {
 
 /// A number of seconds as an interval, for the numeric overloads.
 #[pg_extern(immutable, parallel_safe, name = "_ttl_seconds")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
     let seconds = required(seconds, "expire_after");
     let text = seconds.to_string();
@@ -75,9 +76,11 @@ struct Table {
 fn owned_table(tbl: Option<Oid>) -> Table {
     let oid = required(tbl, "tbl");
     let row = Spi::get_three_with_args::<String, Oid, String>(
-        "SELECT c.relkind::text, c.relowner, n.nspname::text \
-         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.oid = $1",
+        "SELECT c.relkind::pg_catalog.text OPERATOR(pg_catalog.||) c.relpersistence::pg_catalog.text, \
+                c.relowner, n.nspname::pg_catalog.text \
+         FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[oid.into()],
     );
     let (kind, relowner, schema) = match row {
@@ -88,8 +91,11 @@ fn owned_table(tbl: Option<Oid>) -> Table {
             "Pass the name of an existing table.",
         ),
     };
+    // relkind, then relpersistence ('p'ermanent, 'u'nlogged, 't'emporary)
+    let (kind, persistence) = kind.split_at(1);
     let relname = Spi::get_one_with_args::<String>(
-        "SELECT relname::text FROM pg_catalog.pg_class WHERE oid = $1",
+        "SELECT relname::pg_catalog.text FROM pg_catalog.pg_class \
+         WHERE oid OPERATOR(pg_catalog.=) $1",
         &[oid.into()],
     )
     .ok()
@@ -100,7 +106,7 @@ fn owned_table(tbl: Option<Oid>) -> Table {
         quote_identifier(&schema),
         quote_identifier(&relname)
     );
-    match kind.as_str() {
+    match kind {
         "r" => {}
         "p" => {}
         other => {
@@ -120,6 +126,14 @@ fn owned_table(tbl: Option<Oid>) -> Table {
                 "A TTL index belongs to an ordinary table.",
             )
         }
+    }
+    if persistence == "t" {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{name} is a temporary table"),
+            "The background worker cannot see another session's temporary tables: \
+             delete from a temporary table yourself, or give the TTL index to a permanent one.",
+        );
     }
     if !owner::has_privileges_of(relowner) {
         raise(
@@ -166,8 +180,9 @@ fn choose_index_name(table: &Table) -> String {
         let candidate = format!("{base}{suffix}");
         let taken = Spi::get_one_with_args::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c \
-             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relname = $2)",
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+             WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name \
+               AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
             &[table.schema.clone().into(), candidate.clone().into()],
         );
         if taken == Ok(Some(false)) {
@@ -190,6 +205,7 @@ fn warn_unless_preloaded() {
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create(
     tbl: Option<Oid>,
     path: Option<&str>,
@@ -272,6 +288,7 @@ fn ttl_index_create(
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_alter")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
     let table = owned_table(tbl);
     let expire_after = check_expire_after(expire_after);
@@ -281,7 +298,10 @@ fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
     }
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
         Spi::run_with_args(
-            &format!("UPDATE {ext}.ttl_index SET expire_after = $2 WHERE table_oid = $1"),
+            &format!(
+                "UPDATE {ext}.ttl_index SET expire_after = $2 \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+            ),
             &[table.oid.into(), expire_after.into()],
         )
     })
@@ -289,6 +309,7 @@ fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     let table = owned_table(tbl);
     let ext = catalog::extension_schema();
@@ -304,7 +325,10 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
         Spi::run_with_args(
-            &format!("DELETE FROM {ext}.ttl_index WHERE table_oid = $1"),
+            &format!(
+                "DELETE FROM {ext}.ttl_index \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+            ),
             &[table.oid.into()],
         )
     })
@@ -313,6 +337,7 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_expire_now")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     let max_rows = max_rows.unwrap_or(i64::MAX);
     if max_rows < 0 {
@@ -349,11 +374,13 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
 
 /// The oldest reference time of `target` (the TTL index of `tbl`, or one of its partitions) that
 /// is already expired and still present: how far the worker lags. NULL when nothing is
-/// expired, or when the caller may not read the table.
+/// expired, or when the caller may not read the table. Read as the table's owner (its row
+/// security policies, if forced, are the owner's code), whoever queries `ttl_stats`.
 #[pg_extern(stable, parallel_safe, name = "_ttl_oldest_expired")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     let readable = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.has_table_privilege($1, 'SELECT')",
+        "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text)",
         &[target.into()],
     );
     if readable != Ok(Some(true)) {
@@ -362,16 +389,16 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     let ext = catalog::extension_schema();
     let index = catalog::load(&ext, Some(tbl), Scope::Targets)
         .into_iter()
-        .find(|index| index.table == target)?;
+        .find(|index| index.table == target && !index.foreign)?;
     let reference = catalog::reference_expr(&ext, &index.resolved, index.unit).ok()?;
-    Spi::get_one_with_args::<TimestampWithTimeZone>(
-        &format!(
-            "SELECT {reference} FROM ONLY {} WHERE {reference} < now() - $1 \
-             ORDER BY {reference} LIMIT 1",
-            index.qualified_table
-        ),
-        &[index.expire_after.into()],
-    )
-    .ok()
-    .flatten()
+    let sql = format!(
+        "SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
+        index.qualified_table,
+        catalog::expired_condition(&reference)
+    );
+    owner::as_table_owner(index.owner, || {
+        Spi::get_one_with_args::<TimestampWithTimeZone>(&sql, &[index.expire_after.into()])
+            .ok()
+            .flatten()
+    })
 }

@@ -28,6 +28,9 @@ pub struct TtlIndex {
     pub expire_after: Interval,
     pub unit: NumericUnit,
     pub index_name: String,
+    /// A foreign table (a partition of a partitioned table): never deleted from, since its
+    /// rows live behind a foreign data wrapper.
+    pub foreign: bool,
 }
 
 /// The schema the extension lives in, quoted, or `None` where it is not created; the worker
@@ -35,7 +38,8 @@ pub struct TtlIndex {
 pub fn find_extension_schema() -> Option<String> {
     Spi::get_one::<String>(
         "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_extension e \
-         JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jsonb_ttl'",
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+         WHERE e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name",
     )
     .ok()
     .flatten()
@@ -68,9 +72,11 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
     Spi::connect(|client| {
         client
             .select(
-                "SELECT attname::text, atttypid, pg_catalog.format_type(atttypid, atttypmod) \
+                "SELECT attname::pg_catalog.text, atttypid, \
+                        pg_catalog.format_type(atttypid, atttypmod) \
                  FROM pg_catalog.pg_attribute \
-                 WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                 WHERE attrelid OPERATOR(pg_catalog.=) $1 AND attnum OPERATOR(pg_catalog.>) 0 \
+                   AND NOT attisdropped ORDER BY attnum",
                 None,
                 &[table.into()],
             )
@@ -84,10 +90,12 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
     })
 }
 
-/// The SQL expression of the reference time of a row, schema-qualified so it means the same
-/// under any search_path. The index is built on it and the deleter filters on it, so the
-/// planner always matches the two. An error when the column can no longer hold a time (it was
-/// dropped or changed type behind the catalog's back).
+/// The SQL expression of the reference time of a row, qualified down to its operators and
+/// casts so it means the same under any search_path (the worker runs it as the table's owner,
+/// with the owner's settings). The index is built on it and the deleter filters on it, so the
+/// planner always matches the two (it compares operator and function OIDs, not text). An error
+/// when the column can no longer hold a time (it was dropped or changed type behind the
+/// catalog's back).
 pub fn reference_expr(
     ext_schema: &str,
     resolved: &Resolved,
@@ -97,18 +105,26 @@ pub fn reference_expr(
     Ok(match resolved.kind {
         ColumnKind::Jsonb => {
             let value = resolved.json_path.iter().fold(column, |value, key| {
-                format!("({value} -> {}::text)", quote_literal(key))
+                format!(
+                    "({value} OPERATOR(pg_catalog.->) {}::pg_catalog.text)",
+                    quote_literal(key)
+                )
             });
             match unit {
                 NumericUnit::Seconds => format!("{ext_schema}.ttl_timestamp({value})"),
-                NumericUnit::Milliseconds => format!("{ext_schema}.ttl_timestamp({value}, 'ms')"),
+                NumericUnit::Milliseconds => {
+                    format!("{ext_schema}.ttl_timestamp({value}, 'ms'::pg_catalog.text)")
+                }
             }
         }
         ColumnKind::Timestamptz => column,
-        ColumnKind::Timestamp => format!("({column} AT TIME ZONE 'UTC')"),
-        ColumnKind::Date => format!("(({column})::timestamp AT TIME ZONE 'UTC')"),
+        // AT TIME ZONE always calls pg_catalog.timezone()
+        ColumnKind::Timestamp => format!("({column} AT TIME ZONE 'UTC'::pg_catalog.text)"),
+        ColumnKind::Date => {
+            format!("(({column})::pg_catalog.timestamp AT TIME ZONE 'UTC'::pg_catalog.text)")
+        }
         ColumnKind::Number => format!(
-            "{ext_schema}.ttl_unix_timestamp(({column})::numeric, '{}')",
+            "{ext_schema}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
             unit.name()
         ),
         ColumnKind::Other => {
@@ -117,6 +133,13 @@ pub fn reference_expr(
             ))
         }
     })
+}
+
+/// `<reference> < now() - $1`: whether a row is expired (parameter `$1 interval`
+/// expire_after), qualified like [`reference_expr`]. `OPERATOR()` binds left to right at one
+/// precedence, hence the parentheses.
+pub fn expired_condition(reference: &str) -> String {
+    format!("{reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)")
 }
 
 /// `index` with the names its table and column have now, from the system caches; `None` when
@@ -159,25 +182,28 @@ pub enum Scope {
 /// Loads the TTL index of `table` (the table it was created on), or all of them.
 pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
     let target = match scope {
-        Scope::Entries => "(SELECT t.table_oid::oid AS relid)".to_string(),
-        Scope::Targets => {
-            format!("(SELECT relid::oid FROM {ext_schema}._ttl_targets(t.table_oid) relid)")
-        }
+        Scope::Entries => "(SELECT t.table_oid::pg_catalog.oid AS relid)".to_string(),
+        Scope::Targets => format!(
+            "(SELECT relid::pg_catalog.oid FROM {ext_schema}._ttl_targets(t.table_oid) relid)"
+        ),
     };
     let sql = format!(
         "SELECT l.relid, \
-                pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text), \
-                l.relid::regclass::text, c.relowner, t.column_name::text, a.atttypid, t.json_path, t.path, \
-                t.expire_after, t.numeric_unit, t.index_name::text, t.table_oid::oid, \
-                coalesce(a.attnum, 0) \
+                pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
+                  OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text), \
+                l.relid::pg_catalog.regclass::pg_catalog.text, c.relowner, \
+                t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
+                t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
+                t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
-         JOIN pg_catalog.pg_class c ON c.oid = l.relid \
-         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
          LEFT JOIN pg_catalog.pg_attribute a \
-                ON a.attrelid = c.oid AND a.attname = t.column_name AND NOT a.attisdropped \
-         WHERE $1 IS NULL OR t.table_oid = $1 \
-         ORDER BY t.table_oid, l.relid"
+                ON a.attrelid OPERATOR(pg_catalog.=) c.oid \
+               AND a.attname OPERATOR(pg_catalog.=) t.column_name AND NOT a.attisdropped \
+         WHERE $1 IS NULL OR t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+         ORDER BY t.table_oid::pg_catalog.oid, l.relid"
     );
     Spi::connect(|client| {
         let table_arg: Option<Oid> = table;
@@ -207,6 +233,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     index_name: text(11),
                     root: oid(12),
                     attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
+                    foreign: text(14) == "f",
                 }
             })
             .collect()
@@ -217,7 +244,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
 pub fn catalog_owner(ext_schema: &str) -> Oid {
     let catalog = quote_literal(format!("{ext_schema}.ttl_index"));
     Spi::get_one::<Oid>(&format!(
-        "SELECT relowner FROM pg_catalog.pg_class WHERE oid = {catalog}::regclass"
+        "SELECT relowner FROM pg_catalog.pg_class \
+         WHERE oid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass"
     ))
     .ok()
     .flatten()

@@ -12,6 +12,9 @@
 //!   AND <reference> < now() - $1              -- re-checked on the row version deleted
 //! ```
 //!
+//! (shown unqualified: the statements themselves name every function, cast and operator by
+//! schema, `OPERATOR(pg_catalog.<)`, `pg_catalog.now()`, so no search_path redirects them).
+//!
 //! `FOR UPDATE` in READ COMMITTED re-evaluates the condition on the newest version of a row it
 //! locks, and the DELETE checks it again on the version it removes, so a row whose date was
 //! moved into the future after being found is never removed.
@@ -24,6 +27,7 @@
 //! (see [`Purge`]). The DELETE then finds those rows already locked by its own transaction.
 
 use crate::catalog::{self, TtlIndex};
+use crate::owner;
 use pgrx::datum::Interval;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -41,8 +45,9 @@ use pgrx::PgBuiltInOids;
 pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
     Ok(format!(
-        "SELECT ctid FROM ONLY {} WHERE {reference} < now() - $1 ORDER BY {reference} LIMIT 1",
-        index.qualified_table
+        "SELECT ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
+        index.qualified_table,
+        catalog::expired_condition(&reference)
     ))
 }
 
@@ -70,9 +75,10 @@ pub struct Outcome {
 fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
     Ok(format!(
-        "SELECT ctid FROM ONLY {} WHERE {reference} < now() - $1 \
+        "SELECT ctid FROM ONLY {} WHERE {} \
          ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
-        index.qualified_table
+        index.qualified_table,
+        catalog::expired_condition(&reference)
     ))
 }
 
@@ -80,9 +86,10 @@ fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
 pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit)?;
     Ok(format!(
-        "DELETE FROM ONLY {} WHERE ctid = ANY (ARRAY({})) AND {reference} < now() - $1",
+        "DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})) AND {}",
         index.qualified_table,
-        pick_sql(ext_schema, index)?
+        pick_sql(ext_schema, index)?,
+        catalog::expired_condition(&reference)
     ))
 }
 
@@ -90,7 +97,7 @@ pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
 /// counts them (same parameters).
 pub fn pick_count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     Ok(format!(
-        "SELECT count(*) FROM ({}) picked",
+        "SELECT pg_catalog.count(*) FROM ({}) picked",
         pick_sql(ext_schema, index)?
     ))
 }
@@ -187,7 +194,7 @@ pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) 
         }
     }
     let result = f();
-    unsafe { pg_sys::AtEOXact_GUC(true, level) };
+    unsafe { pg_sys::AtEOXact_GUC(false, level) };
     result
 }
 
@@ -196,45 +203,60 @@ pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) 
 const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 
 /// Removes up to `max_rows` expired rows of one TTL index in the current transaction and
-/// returns how many it removed, batch after batch as [`Purge`] says.
+/// returns how many it removed, batch after batch as [`Purge`] says, as the table's owner
+/// (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
+/// superuser). The owner is read once the table is locked. Foreign partitions are skipped.
 ///
 /// The statements start at `batch_size` rows and double, up to `MAX_STATEMENT_ROWS`. In one
 /// transaction the index entries of rows an earlier statement removed stay (they are dead to
 /// no one else yet), so each statement walks past all of them again: with a fixed size,
 /// removing n rows would visit about n²/(2 × batch_size) entries; doubling keeps it near 2n.
 pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
-    with_index_plans(None, || {
-        Spi::connect_mut(|client| {
-            let prepare = |sql: Result<String, String>| {
-                let sql = sql.unwrap_or_else(|e| error!("{e}"));
-                client
-                    .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
-                    .unwrap_or_else(|e| {
-                        error!(
-                            "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                            index.display_name
-                        )
-                    })
-            };
-            let delete = prepare(batch_sql(ext_schema, index));
-            let pick_count = prepare(pick_count_sql(ext_schema, index));
-            let mut purge = Purge::default();
-            let mut removed: u64 = 0;
-            let mut size = batch_size;
-            while (removed as i64) < max_rows {
-                let limit = size.min(max_rows - removed as i64);
-                let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
-                let outcome = run_batch(client, &delete, counting, index.expire_after, limit)
-                    .unwrap_or_else(|e| {
-                        error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
-                    });
-                removed += outcome.deleted;
-                if !purge.go_on(limit, outcome) {
-                    break;
+    if index.foreign {
+        return 0;
+    }
+    // The DELETE's own lock, taken first, so the owner and names read next are current.
+    unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
+    let (Some(owner), Some(index)) = (
+        owner::table_owner(index.table),
+        catalog::with_current_names(index),
+    ) else {
+        return 0;
+    };
+    owner::as_table_owner(owner, || {
+        with_index_plans(None, || {
+            Spi::connect_mut(|client| {
+                let prepare = |sql: Result<String, String>| {
+                    let sql = sql.unwrap_or_else(|e| error!("{e}"));
+                    client
+                        .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
+                        .unwrap_or_else(|e| {
+                            error!(
+                                "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                                index.display_name
+                            )
+                        })
+                };
+                let delete = prepare(batch_sql(ext_schema, &index));
+                let pick_count = prepare(pick_count_sql(ext_schema, &index));
+                let mut purge = Purge::default();
+                let mut removed: u64 = 0;
+                let mut size = batch_size;
+                while (removed as i64) < max_rows {
+                    let limit = size.min(max_rows - removed as i64);
+                    let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
+                    let outcome = run_batch(client, &delete, counting, index.expire_after, limit)
+                        .unwrap_or_else(|e| {
+                            error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+                        });
+                    removed += outcome.deleted;
+                    if !purge.go_on(limit, outcome) {
+                        break;
+                    }
+                    size = (size * 2).min(MAX_STATEMENT_ROWS);
                 }
-                size = (size * 2).min(MAX_STATEMENT_ROWS);
-            }
-            removed
+                removed
+            })
         })
     })
 }

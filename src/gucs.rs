@@ -33,6 +33,14 @@ pub static MAX_REMOVES_PER_SECOND: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// skipped for this pass, so DDL is never queued behind the worker.
 pub static LOCK_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 
+/// `jsonb_ttl.batch_timeout`: the longest one delete batch (or one pass's probe) of the worker
+/// may run, in ms, 0 for no limit. PostgreSQL arms `statement_timeout` for client statements
+/// only, never for a background worker's SPI, so the worker arms this limit itself: a trigger
+/// that sleeps or a lock wait that never ends costs one batch (its transaction rolls back, the
+/// table is skipped until the next pass), not the database's whole worker. Default 30 s, the
+/// default pass frequency: a batch of 1000 rows normally takes milliseconds.
+pub static BATCH_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
+
 /// Registers every GUC. Called from `_PG_init`, whether preloaded or loaded on first use.
 pub fn register() {
     GucRegistry::define_bool_guc(
@@ -100,6 +108,16 @@ pub fn register() {
         &LOCK_TIMEOUT_MS,
         1,
         600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.batch_timeout",
+        c"The longest a jsonb_ttl delete batch may run, 0 for no limit.",
+        c"A batch over the limit is cancelled and rolled back; its table waits for the next pass.",
+        &BATCH_TIMEOUT_MS,
+        0,
+        i32::MAX,
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );

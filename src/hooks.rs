@@ -3,6 +3,11 @@
 //! (for its template) — the worker connected to that database is told to leave (SIGTERM) and
 //! none is started there for a while, so the statement succeeds without FORCE. PostgreSQL 15
 //! waits a few seconds for other backends to leave and only signals autovacuum itself.
+//!
+//! The hook acts only on a statement that PostgreSQL's own permission checks for it will let
+//! through (the same checks, made first: database ownership, CREATEDB, CREATE on the new
+//! tablespace, a template one may copy) and that may run where it is (not in a transaction
+//! block): a refused statement never stops anyone's worker.
 
 use crate::registry;
 use pgrx::pg_sys;
@@ -46,11 +51,93 @@ unsafe fn database_needed(statement: *mut pg_sys::Node) -> Option<*const c_char>
             pg_sys::NodeTag::T_CreatedbStmt => {
                 let create = statement as *mut pg_sys::CreatedbStmt;
                 Some(match option((*create).options, c"template") {
-                    Some(template) => pg_sys::defGetString(template) as *const c_char,
-                    None => c"template1".as_ptr(),
+                    // TEMPLATE = DEFAULT has no argument: template1, as createdb() reads it
+                    Some(template) if !(*template).arg.is_null() => {
+                        pg_sys::defGetString(template) as *const c_char
+                    }
+                    _ => c"template1".as_ptr(),
                 })
             }
             _ => None,
+        }
+    }
+}
+
+#[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+unsafe fn owns_database(db: pg_sys::Oid) -> bool {
+    unsafe { pg_sys::pg_database_ownercheck(db, pg_sys::GetUserId()) }
+}
+
+#[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+unsafe fn owns_database(db: pg_sys::Oid) -> bool {
+    unsafe { pg_sys::object_ownercheck(pg_sys::DatabaseRelationId, db, pg_sys::GetUserId()) }
+}
+
+#[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+unsafe fn may_create_in_tablespace(tablespace: pg_sys::Oid) -> bool {
+    unsafe {
+        pg_sys::pg_tablespace_aclcheck(tablespace, pg_sys::GetUserId(), pg_sys::ACL_CREATE as _)
+            == pg_sys::AclResult::ACLCHECK_OK
+    }
+}
+
+#[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+unsafe fn may_create_in_tablespace(tablespace: pg_sys::Oid) -> bool {
+    unsafe {
+        pg_sys::object_aclcheck(
+            pg_sys::TableSpaceRelationId,
+            tablespace,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_CREATE as _,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+    }
+}
+
+/// Whether database `db` is marked as a template (anyone with CREATEDB may copy it).
+unsafe fn is_template(db: pg_sys::Oid) -> bool {
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::DATABASEOID as _,
+            pg_sys::Datum::from(db),
+        );
+        if tuple.is_null() {
+            return false;
+        }
+        let header = (*tuple).t_data;
+        let form = (header as *const u8).add((*header).t_hoff as usize)
+            as *const pg_sys::FormData_pg_database;
+        let template = (*form).datistemplate;
+        pg_sys::ReleaseSysCache(tuple);
+        template
+    }
+}
+
+/// Whether PostgreSQL will let the current role run `statement` on database `db`: the checks
+/// of dropdb(), RenameDatabase(), movedb() and createdb() (dbcommands.c), made in advance.
+unsafe fn permitted(statement: *mut pg_sys::Node, db: pg_sys::Oid) -> bool {
+    unsafe {
+        let in_block = pg_sys::IsTransactionBlock();
+        match (*statement).type_ {
+            pg_sys::NodeTag::T_DropdbStmt => !in_block && owns_database(db),
+            pg_sys::NodeTag::T_RenameStmt => {
+                owns_database(db) && pg_sys::have_createdb_privilege()
+            }
+            pg_sys::NodeTag::T_AlterDatabaseStmt => {
+                let alter = statement as *mut pg_sys::AlterDatabaseStmt;
+                let tablespace = option((*alter).options, c"tablespace")
+                    .map(|def| pg_sys::get_tablespace_oid(pg_sys::defGetString(def), true))
+                    .unwrap_or(pg_sys::InvalidOid);
+                !in_block
+                    && owns_database(db)
+                    && tablespace != pg_sys::InvalidOid
+                    && may_create_in_tablespace(tablespace)
+            }
+            pg_sys::NodeTag::T_CreatedbStmt => {
+                !in_block
+                    && pg_sys::have_createdb_privilege()
+                    && (is_template(db) || owns_database(db))
+            }
+            _ => false,
         }
     }
 }
@@ -67,7 +154,7 @@ unsafe fn before(pstmt: *mut pg_sys::PlannedStmt) {
         return;
     }
     let dboid = unsafe { pg_sys::get_database_oid(name, true) };
-    if dboid != pg_sys::InvalidOid {
+    if dboid != pg_sys::InvalidOid && unsafe { permitted(statement, dboid) } {
         if let Some(pid) = registry::stop_worker(dboid) {
             debug1!("jsonb_ttl: asked worker {pid} to leave a database that must be free");
         }

@@ -1,47 +1,100 @@
-//! Running a closure as another role, the way autovacuum and REINDEX evaluate index
-//! expressions: `SetUserIdAndSecContext`, restored on return and on error.
+//! Running code as another role, the way autovacuum and REINDEX evaluate index expressions:
+//! `SetUserIdAndSecContext`, restored on return and on error.
+//!
+//! Table owners are untrusted. Whatever evaluates their code (a DELETE that fires their
+//! triggers, a scan their row security policies filter) runs through [`as_table_owner`]: as
+//! the owner, inside a security-restricted operation, and inside a GUC nest level that is
+//! rolled back when the section ends, so no setting the owner's code makes (`search_path`,
+//! `default_transaction_read_only`, `row_security`, even with `is_local = false`) reaches the
+//! code that runs after it.
 
 use pgrx::pg_sys;
 
-/// Restores the saved user and security context when dropped, including while an ERROR
-/// unwinds through the closure.
+/// Restores the saved user and security context when dropped, and, for an owner section,
+/// rolls back every setting made inside it. While an ERROR unwinds through the section the
+/// (sub)transaction abort that follows rolls the settings back itself.
 struct Restore {
     user: pg_sys::Oid,
     context: i32,
+    /// The GUC nest level opened for the section, if any.
+    guc_level: Option<i32>,
 }
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
+        unsafe {
+            if let Some(level) = self.guc_level {
+                if !std::thread::panicking() {
+                    // false: undo even the non-LOCAL changes, as a failed function's SET clause
+                    pg_sys::AtEOXact_GUC(false, level);
+                }
+            }
+            pg_sys::SetUserIdAndSecContext(self.user, self.context);
+        }
     }
 }
 
-fn switch_to(role: pg_sys::Oid, extra: u32) -> Restore {
+fn switch_to(role: pg_sys::Oid, extra: u32, guc_level: Option<i32>) -> Restore {
     let mut user = pg_sys::InvalidOid;
     let mut context = 0i32;
     unsafe {
         pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
         pg_sys::SetUserIdAndSecContext(role, context | extra as i32);
     }
-    Restore { user, context }
+    Restore {
+        user,
+        context,
+        guc_level,
+    }
 }
 
-/// Runs `f` as `role` inside a security-restricted operation: triggers, RLS policies and index
-/// expressions see `role`, and nothing run there can change the session's role or create
-/// temporary objects. Deletes on behalf of a table's owner go through here.
+/// Runs `f` as `role` inside a security-restricted operation and its own GUC nest level:
+/// triggers, RLS policies and index expressions see `role`; nothing run there can change the
+/// session's role, create temporary objects or open a cursor WITH HOLD; and every setting
+/// changed there is undone when `f` returns. Everything that reads or deletes a user's table
+/// on someone else's behalf goes through here.
 pub fn as_table_owner<R>(role: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
     let _restore = switch_to(
         role,
         pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION,
+        Some(level),
     );
     f()
 }
 
 /// Runs `f` as `role` for our own catalog writes (the caller may own a table but not the
-/// catalog). Nothing user-supplied runs inside.
+/// catalog). Nothing user-supplied runs inside, and every statement there is qualified down to
+/// its operators, under the function's pinned search_path.
 pub fn as_catalog_owner<R>(role: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
-    let _restore = switch_to(role, pg_sys::SECURITY_LOCAL_USERID_CHANGE);
+    let _restore = switch_to(role, pg_sys::SECURITY_LOCAL_USERID_CHANGE, None);
     f()
+}
+
+/// The owner of `table` as the relation cache has it now. Called holding a lock on the table,
+/// so an `ALTER TABLE … OWNER TO` either committed before (and shows here) or waits for us.
+/// `None` when the table is gone.
+pub fn table_owner(table: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    unsafe {
+        let relation = pg_sys::RelationIdGetRelation(table);
+        if relation.is_null() {
+            return None;
+        }
+        let owner = (*(*relation).rd_rel).relowner;
+        pg_sys::RelationClose(relation);
+        Some(owner)
+    }
+}
+
+/// Releases what the owner's code may have left in a long-lived session that a GUC nest level
+/// does not undo: session-level advisory locks and prepared statements (the worker holds none
+/// of its own). Listening, temporary objects and cursors WITH HOLD are refused inside a
+/// security-restricted operation in the first place.
+pub fn release_session_state() {
+    unsafe {
+        pg_sys::LockReleaseSession(pg_sys::USER_LOCKMETHOD as pg_sys::LOCKMETHODID);
+        pg_sys::DropAllPreparedStatements();
+    }
 }
 
 /// The role the session acts as now (`current_user`).

@@ -239,6 +239,7 @@ pub fn give_back(rows: i64) {
 /// Called from CREATE EXTENSION: the launcher starts this database's worker at once, and the
 /// worker waits for this transaction to end.
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_wake_launcher")]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_wake_launcher() {
     if crate::preloaded() {
         want_worker(unsafe { pg_sys::MyDatabaseId }, unsafe {

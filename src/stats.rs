@@ -162,6 +162,7 @@ fn timestamptz(value: i64) -> Option<TimestampWithTimeZone> {
 
 /// The statistics of the current database's TTL indexes (the `ttl_stats` view joins them).
 #[pg_extern(volatile, parallel_safe, name = "_ttl_stats")]
+#[search_path(pg_catalog, pg_temp)]
 #[allow(clippy::type_complexity)]
 fn ttl_stats_entries() -> TableIterator<
     'static,
@@ -206,6 +207,7 @@ fn ttl_stats_entries() -> TableIterator<
 /// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a
 /// limit; and when the most recent pass (of any database) ended and how long it took.
 #[pg_extern(volatile, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_statistics() -> TableIterator<
     'static,
     (
@@ -230,6 +232,7 @@ fn ttl_statistics() -> TableIterator<
 
 /// Clears every statistic of every database and the server totals.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn ttl_stats_reset() {
     if !crate::preloaded() {
         return;

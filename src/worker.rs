@@ -19,14 +19,23 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 /// Runs `f` in its own transaction: committed when it returns, rolled back (and the error
-/// returned as text) when it raises, so one failure never leaves a transaction open.
+/// returned as text) when it or the commit raises (a deferred trigger fires at commit), so one
+/// failure never leaves a transaction open nor ends the worker.
 pub fn in_transaction<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     unsafe {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
     }
-    let result = PgTryBuilder::new(AssertUnwindSafe(move || Ok(f())))
+    let run_and_commit = move || {
+        let result = f();
+        unsafe {
+            pg_sys::PopActiveSnapshot();
+            pg_sys::CommitTransactionCommand();
+        }
+        Ok(result)
+    };
+    let result = PgTryBuilder::new(AssertUnwindSafe(run_and_commit))
         .catch_others(|caught| {
             Err(match caught {
                 pg_sys::panic::CaughtError::PostgresError(e)
@@ -37,14 +46,8 @@ pub fn in_transaction<R>(f: impl FnOnce() -> R) -> Result<R, String> {
             })
         })
         .execute();
-    unsafe {
-        match result {
-            Ok(_) => {
-                pg_sys::PopActiveSnapshot();
-                pg_sys::CommitTransactionCommand();
-            }
-            Err(_) => pg_sys::AbortCurrentTransaction(),
-        }
+    if result.is_err() {
+        unsafe { pg_sys::AbortCurrentTransaction() };
     }
     result
 }
@@ -56,12 +59,63 @@ pub fn reload_config_if_asked() {
     }
 }
 
-/// Acts on signals: SIGTERM (shutdown, DROP DATABASE, pg_terminate_backend) makes PostgreSQL's
-/// own `die()` handler end the process here, or at the next CHECK_FOR_INTERRUPTS inside a
-/// statement, so a long batch never delays it; SIGHUP reloads the configuration.
-fn handle_signals() {
+/// Acts on signals between transactions: SIGTERM (shutdown, DROP DATABASE,
+/// pg_terminate_backend) makes PostgreSQL's own `die()` handler end the process here, or at
+/// the next CHECK_FOR_INTERRUPTS inside a statement, so a long batch never delays it; SIGHUP
+/// reloads the configuration. A cancel (`pg_cancel_backend`, SIGINT) that arrives while no
+/// batch runs has nothing to cancel and is dropped, as an idle backend drops it: raised here,
+/// outside any transaction, it would end the worker.
+pub fn handle_signals() {
+    ignore_idle_cancel();
     pgrx::check_for_interrupts!();
     reload_config_if_asked();
+}
+
+/// Drops a pending query cancel; for code that runs outside any transaction.
+pub fn ignore_idle_cancel() {
+    unsafe {
+        if pg_sys::QueryCancelPending != 0 {
+            pg_sys::QueryCancelPending = 0;
+            debug1!("jsonb_ttl: cancel request ignored, no batch is running");
+        }
+    }
+}
+
+/// Arms the worker's own time limit on one batch (`jsonb_ttl.batch_timeout`), through
+/// PostgreSQL's statement timeout, which nothing arms for SPI in a background worker: when it
+/// fires, the batch's statement is cancelled with "canceling statement due to statement
+/// timeout" and its transaction rolls back. Disarmed when dropped.
+struct BatchTimer {
+    armed: bool,
+}
+
+/// `STATEMENT_TIMEOUT` of `enum TimeoutId` (utils/timeout.h, the same from PostgreSQL 13 to
+/// 18), whose handler InitPostgres registers in every backend, background workers included.
+const STATEMENT_TIMEOUT: std::ffi::c_int = 3;
+
+unsafe extern "C-unwind" {
+    // utils/timeout.h, which pgrx does not bind
+    fn enable_timeout_after(id: std::ffi::c_int, delay_ms: std::ffi::c_int);
+    fn disable_timeout(id: std::ffi::c_int, keep_indicator: bool);
+}
+
+impl BatchTimer {
+    fn arm(timeout_ms: i32) -> BatchTimer {
+        if timeout_ms > 0 {
+            unsafe { enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms) };
+        }
+        BatchTimer {
+            armed: timeout_ms > 0,
+        }
+    }
+}
+
+impl Drop for BatchTimer {
+    fn drop(&mut self) {
+        if self.armed {
+            unsafe { disable_timeout(STATEMENT_TIMEOUT, false) };
+        }
+    }
 }
 
 unsafe extern "C-unwind" {
@@ -258,8 +312,10 @@ impl Worker {
             }
         };
         let started = Instant::now();
-        self.lookup_sql =
-            format!("SELECT expire_after FROM {ext}.ttl_index WHERE table_oid::oid = $1");
+        self.lookup_sql = format!(
+            "SELECT expire_after FROM {ext}.ttl_index \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+        );
         self.statements
             .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         self.probes
@@ -271,6 +327,7 @@ impl Worker {
             let at = (self.next_start + k) % count;
             let index = &indexes[at];
             let limit = match expired[at] {
+                _ if index.foreign => Limit::None, // ttl_stats shows it as skipped
                 true => self.purge(ext, index),
                 false => report(index, 0, Limit::None, None),
             };
@@ -285,12 +342,15 @@ impl Worker {
     }
 
     /// Which of `indexes` have an expired row now, probed in one transaction through their TTL
-    /// indexes, so an idle pass costs one transaction, not one per table. A table whose lock is
-    /// not free at once counts as expired (its batch waits lock_timeout at most); when the probe
-    /// itself fails, every table does.
+    /// indexes, so an idle pass costs one transaction, not one per table. Each probe runs as
+    /// its table's owner (row security policies forced on the owner are the owner's code), read
+    /// once the table is locked. A table whose lock is not free at once counts as expired (its
+    /// batch waits lock_timeout at most); when the probe itself fails or outlasts
+    /// `jsonb_ttl.batch_timeout`, every table does.
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
         let probes = &mut self.probes;
         let probed = in_transaction(|| {
+            let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
             deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
                 indexes
                     .iter()
@@ -307,17 +367,24 @@ impl Worker {
                         if !locked {
                             return true;
                         }
-                        let statement = prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
-                        Spi::connect(|client| {
-                            client
-                                .select(statement, Some(1), &[index.expire_after.into()])
-                                .map(|rows| !rows.is_empty())
+                        let Some(owner) = owner::table_owner(index.table) else {
+                            return false; // dropped since the pass began
+                        };
+                        owner::as_table_owner(owner, || {
+                            let statement =
+                                prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
+                            Spi::connect(|client| {
+                                client
+                                    .select(statement, Some(1), &[index.expire_after.into()])
+                                    .map(|rows| !rows.is_empty())
+                            })
+                            .unwrap_or(true)
                         })
-                        .unwrap_or(true)
                     })
                     .collect()
             })
         });
+        owner::release_session_state();
         probed.unwrap_or_else(|e| {
             debug1!("jsonb_ttl: probe failed, visiting every table: {e}");
             self.probes.clear();
@@ -377,10 +444,12 @@ impl Worker {
     }
 
     /// One batch of the form `batch` in its own transaction, as the table's owner: what it
-    /// did, or `None` when the TTL index or the table no longer exists. expire_after is read again in the
-    /// batch's own transaction, so ttl_index_alter and ttl_index_drop take effect mid-pass, and
-    /// the statements are built on the names the table and column have once the table is
-    /// locked, so a rename since the pass began costs nothing.
+    /// did, or `None` when the TTL index or the table no longer exists. expire_after is read
+    /// again in the batch's own transaction, so ttl_index_alter and ttl_index_drop take effect
+    /// mid-pass; the owner, and the names the statements are built on, are read once the table
+    /// is locked, so an ALTER TABLE … OWNER TO or a rename since the pass began shows at once.
+    /// The batch ends within `jsonb_ttl.batch_timeout`; what the owner's code left in the
+    /// session that its GUC nest level does not undo is released after it.
     fn batch(
         &mut self,
         ext: &str,
@@ -391,7 +460,8 @@ impl Worker {
         let statements = &mut self.statements;
         let lookups = &mut self.lookups;
         let lookup_sql = &self.lookup_sql;
-        in_transaction(|| {
+        let done = in_transaction(|| {
+            let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
             let lookup = prepared(
                 lookups,
                 pg_sys::InvalidOid,
@@ -415,10 +485,12 @@ impl Worker {
                 };
                 // A partition dropped or detached since the pass began: nothing to purge.
                 let current = catalog::with_current_names(index)?;
+                // Whoever owns the table now (an ALTER TABLE … OWNER TO mid-pass shows here).
+                let owner = owner::table_owner(index.table)?;
                 let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
                 let delete = sql(deleter::batch_sql(ext, &current));
                 let pick_count = sql(deleter::pick_count_sql(ext, &current));
-                owner::as_table_owner(index.owner, || {
+                owner::as_table_owner(owner, || {
                     let args = &deleter::BATCH_ARGS;
                     prepare_into(statements, (index.table, Batch::Plain), &delete, args);
                     if batch == Batch::Counting {
@@ -435,7 +507,9 @@ impl Worker {
                     .unwrap_or_else(|e| error!("delete failed: {e}"))
                 })
             })
-        })
+        });
+        owner::release_session_state();
+        done
     }
 }
 
