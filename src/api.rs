@@ -396,7 +396,7 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
         index.qualified_table,
         catalog::expired_condition(&reference)
     );
-    owner::as_table_owner(index.owner, || {
+    owner::as_table_owner(index.owner, &deleter::INDEX_PLANS, || {
         Spi::get_one_with_args::<TimestampWithTimeZone>(&sql, &[index.expire_after.into()])
             .ok()
             .flatten()

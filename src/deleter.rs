@@ -33,6 +33,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
 use pgrx::PgBuiltInOids;
+use std::ffi::CStr;
 
 /// The probe of a TTL index: is any row expired? (parameter: `$1 interval` expire_after). An
 /// index scan that stops at the first entry: no user code runs, no row is locked.
@@ -169,29 +170,36 @@ impl Purge {
     }
 }
 
-/// Runs `f` with the planner kept on the TTL index (no sequential scan, bitmap scan or sort),
-/// without JIT and, when given, with a `lock_timeout`; the settings end with `f`, like a
-/// function's SET clause.
+/// The settings that keep the planner on the TTL index (no sequential scan, bitmap scan or
+/// sort) and JIT off, for our statements.
 ///
 /// The statements filter on `now() - $1`, which the planner cannot estimate: on a table
 /// without statistics (just created, just rewritten by ALTER TABLE) it would rather sort the
 /// whole table than walk the index, for every batch. And a batch's estimated cost (a third of
 /// a large table) passes `jit_above_cost`: JIT then compiles every batch of a few
 /// milliseconds, for 100 ms or more each.
-pub fn with_index_plans<R>(lock_timeout_ms: Option<i32>, f: impl FnOnce() -> R) -> R {
+pub const INDEX_PLANS: [(&CStr, &str); 4] = [
+    (c"enable_seqscan", "off"),
+    (c"enable_bitmapscan", "off"),
+    (c"enable_sort", "off"),
+    (c"jit", "off"),
+];
+
+/// [`INDEX_PLANS`] and, when given, `lock_timeout` (ms): what a batch sets.
+pub fn batch_settings(lock_timeout: Option<&str>) -> Vec<(&'static CStr, &str)> {
+    let mut settings = INDEX_PLANS.to_vec();
+    if let Some(ms) = lock_timeout {
+        settings.push((c"lock_timeout", ms));
+    }
+    settings
+}
+
+/// Runs `f` with `settings` in force; they end with `f` (rolled back, like a function's SET
+/// clause).
+pub fn with_settings<R>(settings: &[(&CStr, &str)], f: impl FnOnce() -> R) -> R {
     let level = unsafe { pg_sys::NewGUCNestLevel() };
-    let lock_timeout = lock_timeout_ms.map(|ms| ms.to_string());
-    let settings = [
-        (c"enable_seqscan", Some("off")),
-        (c"enable_bitmapscan", Some("off")),
-        (c"enable_sort", Some("off")),
-        (c"jit", Some("off")),
-        (c"lock_timeout", lock_timeout.as_deref()),
-    ];
     for (name, value) in settings {
-        if let Some(value) = value {
-            crate::gucs::override_setting(name, value);
-        }
+        crate::gucs::override_setting(name, value);
     }
     let result = f();
     unsafe { pg_sys::AtEOXact_GUC(false, level) };
@@ -223,40 +231,38 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
     ) else {
         return 0;
     };
-    owner::as_table_owner(owner, || {
-        with_index_plans(None, || {
-            Spi::connect_mut(|client| {
-                let prepare = |sql: Result<String, String>| {
-                    let sql = sql.unwrap_or_else(|e| error!("{e}"));
-                    client
-                        .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
-                        .unwrap_or_else(|e| {
-                            error!(
-                                "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                                index.display_name
-                            )
-                        })
-                };
-                let delete = prepare(batch_sql(ext_schema, &index));
-                let pick_count = prepare(pick_count_sql(ext_schema, &index));
-                let mut purge = Purge::default();
-                let mut removed: u64 = 0;
-                let mut size = batch_size;
-                while (removed as i64) < max_rows {
-                    let limit = size.min(max_rows - removed as i64);
-                    let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
-                    let outcome = run_batch(client, &delete, counting, index.expire_after, limit)
-                        .unwrap_or_else(|e| {
-                            error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
-                        });
-                    removed += outcome.deleted;
-                    if !purge.go_on(limit, outcome) {
-                        break;
-                    }
-                    size = (size * 2).min(MAX_STATEMENT_ROWS);
+    owner::as_table_owner(owner, &INDEX_PLANS, || {
+        Spi::connect_mut(|client| {
+            let prepare = |sql: Result<String, String>| {
+                let sql = sql.unwrap_or_else(|e| error!("{e}"));
+                client
+                    .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
+                    .unwrap_or_else(|e| {
+                        error!(
+                            "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                            index.display_name
+                        )
+                    })
+            };
+            let delete = prepare(batch_sql(ext_schema, &index));
+            let pick_count = prepare(pick_count_sql(ext_schema, &index));
+            let mut purge = Purge::default();
+            let mut removed: u64 = 0;
+            let mut size = batch_size;
+            while (removed as i64) < max_rows {
+                let limit = size.min(max_rows - removed as i64);
+                let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
+                let outcome = run_batch(client, &delete, counting, index.expire_after, limit)
+                    .unwrap_or_else(|e| {
+                        error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+                    });
+                removed += outcome.deleted;
+                if !purge.go_on(limit, outcome) {
+                    break;
                 }
-                removed
-            })
+                size = (size * 2).min(MAX_STATEMENT_ROWS);
+            }
+            removed
         })
     })
 }

@@ -119,9 +119,7 @@ unsafe fn permitted(statement: *mut pg_sys::Node, db: pg_sys::Oid) -> bool {
         let in_block = pg_sys::IsTransactionBlock();
         match (*statement).type_ {
             pg_sys::NodeTag::T_DropdbStmt => !in_block && owns_database(db),
-            pg_sys::NodeTag::T_RenameStmt => {
-                owns_database(db) && pg_sys::have_createdb_privilege()
-            }
+            pg_sys::NodeTag::T_RenameStmt => owns_database(db) && pg_sys::have_createdb_privilege(),
             pg_sys::NodeTag::T_AlterDatabaseStmt => {
                 let alter = statement as *mut pg_sys::AlterDatabaseStmt;
                 let tablespace = option((*alter).options, c"tablespace")

@@ -7,8 +7,18 @@
 //! rolled back when the section ends, so no setting the owner's code makes (`search_path`,
 //! `default_transaction_read_only`, `row_security`, even with `is_local = false`) reaches the
 //! code that runs after it.
+//!
+//! Inside the section the owner's code sees the settings the owner's own session would get in
+//! this database: `search_path` back at its default (postgresql.conf, ALTER DATABASE), then the
+//! owner's `ALTER ROLE … IN DATABASE`, `ALTER ROLE`, `ALTER DATABASE` and `ALTER ROLE ALL`
+//! settings from `pg_db_role_setting`, in that order of precedence (what `process_settings()`
+//! applies at login), as session values of the section's nest level; the caller's own
+//! settings (the worker's `lock_timeout`, its planner pins) go on top. Our own statements are
+//! qualified down to their operators, so none of these settings can redirect them.
 
 use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::ffi::{CStr, CString};
 
 /// Restores the saved user and security context when dropped, and, for an owner section,
 /// rolls back every setting made inside it. While an ERROR unwinds through the section the
@@ -49,18 +59,93 @@ fn switch_to(role: pg_sys::Oid, extra: u32, guc_level: Option<i32>) -> Restore {
 }
 
 /// Runs `f` as `role` inside a security-restricted operation and its own GUC nest level:
-/// triggers, RLS policies and index expressions see `role`; nothing run there can change the
-/// session's role, create temporary objects or open a cursor WITH HOLD; and every setting
-/// changed there is undone when `f` returns. Everything that reads or deletes a user's table
-/// on someone else's behalf goes through here.
-pub fn as_table_owner<R>(role: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+/// triggers, RLS policies and index expressions see `role` and the role's own settings (see
+/// the module's text), then `on_top`; nothing run there can change the session's role, create
+/// temporary objects or open a cursor WITH HOLD; and every setting changed there is undone
+/// when `f` returns. Everything that reads or deletes a user's table on someone else's behalf
+/// goes through here.
+pub fn as_table_owner<R>(role: pg_sys::Oid, on_top: &[(&CStr, &str)], f: impl FnOnce() -> R) -> R {
+    let settings = role_settings(role);
     let level = unsafe { pg_sys::NewGUCNestLevel() };
     let _restore = switch_to(
         role,
         pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION,
         Some(level),
     );
+    // NULL: back to the reset value, the session's default before any SET
+    apply_setting(c"search_path", None);
+    for (name, value) in &settings {
+        apply_setting(name, Some(value));
+    }
+    for (name, value) in on_top {
+        crate::gucs::override_setting(name, value);
+    }
     f()
+}
+
+/// Settings an owner section never takes from pg_db_role_setting: the role itself (refused in
+/// a security-restricted operation anyway).
+const NEVER_APPLIED: [&str; 2] = ["role", "session_authorization"];
+
+/// The settings `role`'s own session would get in this database from pg_db_role_setting, most
+/// binding first and each name once: `ALTER ROLE … IN DATABASE`, `ALTER ROLE`, `ALTER
+/// DATABASE`, `ALTER ROLE ALL`.
+fn role_settings(role: pg_sys::Oid) -> Vec<(CString, CString)> {
+    let rows: Vec<String> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT u.setting FROM pg_catalog.pg_db_role_setting s, \
+                        pg_catalog.unnest(s.setconfig) WITH ORDINALITY u(setting, n) \
+                 WHERE s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid, $1]) \
+                   AND s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid, $2]) \
+                 ORDER BY s.setrole OPERATOR(pg_catalog.=) 0::pg_catalog.oid, \
+                          s.setdatabase OPERATOR(pg_catalog.=) 0::pg_catalog.oid, u.n",
+                None,
+                &[unsafe { pg_sys::MyDatabaseId }.into(), role.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<String>(1).ok().flatten())
+                    .collect()
+            })
+    })
+    .unwrap_or_default();
+    let mut settings: Vec<(CString, CString)> = Vec::new();
+    for row in rows {
+        let Some((name, value)) = row.split_once('=') else {
+            continue;
+        };
+        let name = name.to_ascii_lowercase();
+        if NEVER_APPLIED.contains(&name.as_str())
+            || settings
+                .iter()
+                .any(|(seen, _)| seen.to_bytes() == name.as_bytes())
+        {
+            continue;
+        }
+        if let (Ok(name), Ok(value)) = (CString::new(name), CString::new(value)) {
+            settings.push((name, value));
+        }
+    }
+    settings
+}
+
+/// Sets `name` for the current GUC nest level as a login's stored settings are applied
+/// (PGC_SUSET, since who stored them was checked when they were stored), or resets it when
+/// `value` is None. A setting that cannot be applied now (one read only at backend start) is
+/// skipped, logged at DEBUG1.
+fn apply_setting(name: &CStr, value: Option<&CStr>) {
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.map_or(std::ptr::null(), |v| v.as_ptr()),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            pgrx::PgLogLevel::DEBUG1 as i32,
+            false,
+        );
+    }
 }
 
 /// Runs `f` as `role` for our own catalog writes (the caller may own a table but not the

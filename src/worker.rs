@@ -349,9 +349,11 @@ impl Worker {
     /// `jsonb_ttl.batch_timeout`, every table does.
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
         let probes = &mut self.probes;
+        let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+        let settings = deleter::batch_settings(Some(&lock_timeout));
         let probed = in_transaction(|| {
             let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-            deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
+            deleter::with_settings(&settings, || {
                 indexes
                     .iter()
                     .map(|index| {
@@ -370,7 +372,7 @@ impl Worker {
                         let Some(owner) = owner::table_owner(index.table) else {
                             return false; // dropped since the pass began
                         };
-                        owner::as_table_owner(owner, || {
+                        owner::as_table_owner(owner, &settings, || {
                             let statement =
                                 prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
                             Spi::connect(|client| {
@@ -460,6 +462,8 @@ impl Worker {
         let statements = &mut self.statements;
         let lookups = &mut self.lookups;
         let lookup_sql = &self.lookup_sql;
+        let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+        let settings = deleter::batch_settings(Some(&lock_timeout));
         let done = in_transaction(|| {
             let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
             let lookup = prepared(
@@ -475,7 +479,7 @@ impl Worker {
                     .get_one::<pgrx::datum::Interval>()
             })
             .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
-            deleter::with_index_plans(Some(gucs::LOCK_TIMEOUT_MS.get()), || {
+            deleter::with_settings(&settings, || {
                 // The DELETE's own lock, taken first (within lock_timeout).
                 unsafe {
                     pg_sys::LockRelationOid(
@@ -490,7 +494,7 @@ impl Worker {
                 let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
                 let delete = sql(deleter::batch_sql(ext, &current));
                 let pick_count = sql(deleter::pick_count_sql(ext, &current));
-                owner::as_table_owner(owner, || {
+                owner::as_table_owner(owner, &settings, || {
                     let args = &deleter::BATCH_ARGS;
                     prepare_into(statements, (index.table, Batch::Plain), &delete, args);
                     if batch == Batch::Counting {
