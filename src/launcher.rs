@@ -96,7 +96,8 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
         // exit wakes the launcher).
         wanted.retain(|&db, xid| ensure_worker(&mut workers, db, *xid) != Ensured::Started);
         let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
-        if !BackgroundWorker::wait_latch(Some(wait.max(Duration::from_millis(10)))) {
+        let alive = crate::worker::wait_latch(wait.max(Duration::from_millis(10)));
+        if !alive || BackgroundWorker::sigterm_received() {
             break;
         }
         crate::worker::reload_config_if_asked();

@@ -127,11 +127,31 @@ unsafe extern "C-unwind" {
 
 /// Sleeps `duration` or until a signal, and acts on it. Exits if the postmaster died.
 fn sleep(duration: Duration) {
-    if !BackgroundWorker::wait_latch(Some(duration)) {
-        // The only way out of wait_latch short of a signal: the postmaster is gone.
+    if !wait_latch(duration) {
         unsafe { pg_sys::proc_exit(1) };
     }
     handle_signals();
+}
+
+/// Waits on the process latch for `duration` at most; false when the postmaster died. Unlike
+/// pgrx's `BackgroundWorker::wait_latch`, which runs CHECK_FOR_INTERRUPTS as it wakes, a cancel
+/// that arrived meanwhile is dropped first (see [`handle_signals`]), so it cannot end the process.
+pub fn wait_latch(duration: Duration) -> bool {
+    let events = pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH;
+    let timeout_ms = duration.as_millis().min(i32::MAX as u128) as std::ffi::c_long;
+    let woken = unsafe {
+        let woken = pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            events as i32,
+            timeout_ms,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+        woken
+    };
+    ignore_idle_cancel();
+    pgrx::check_for_interrupts!();
+    woken & pg_sys::WL_POSTMASTER_DEATH as i32 == 0
 }
 
 /// Forgets this process in shared memory however it exits (a FATAL from `die()` included), so
