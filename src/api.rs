@@ -130,7 +130,8 @@ fn owned_table(tbl: Option<Oid>) -> Table {
     if persistence == "t" {
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{name} is a temporary table"),
+            // (its schema, pg_temp_N, says nothing to the caller)
+            format!("{} is a temporary table", quote_identifier(&relname)),
             "The background worker cannot see another session's temporary tables: \
              delete from a temporary table yourself, or give the TTL index to a permanent one.",
         );

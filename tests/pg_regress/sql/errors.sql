@@ -20,6 +20,7 @@ CREATE INDEX docs_idx ON docs (id);
 CREATE FOREIGN DATA WRAPPER ttl_dummy_fdw;
 CREATE SERVER ttl_dummy_server FOREIGN DATA WRAPPER ttl_dummy_fdw;
 CREATE FOREIGN TABLE docs_foreign (doc jsonb) SERVER ttl_dummy_server;
+CREATE TEMPORARY TABLE docs_temp (doc jsonb);
 CREATE TABLE docs_partitioned (id int, doc jsonb) PARTITION BY RANGE (id);
 CREATE TABLE two_jsonb (a jsonb, b jsonb);
 CREATE TABLE no_jsonb (id int, note text);
@@ -35,6 +36,7 @@ FROM (VALUES
   ($$SELECT ttl_index_create('docs_seq', 'ts', interval '1 day')$$),
   ($$SELECT ttl_index_create('docs_idx', 'ts', interval '1 day')$$),
   ($$SELECT ttl_index_create('docs_foreign', 'ts', interval '1 day')$$),
+  ($$SELECT ttl_index_create('docs_temp', 'ts', interval '1 day')$$),
   -- the path
   ($$SELECT ttl_index_create('docs', NULL, interval '1 day')$$),
   ($$SELECT ttl_index_create('docs', '', interval '1 day')$$),

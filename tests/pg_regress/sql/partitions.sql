@@ -31,6 +31,17 @@ SELECT tableoid::regclass, id FROM measurements ORDER BY id;
 SELECT table_name, ttl_table, runs, oldest_expired FROM ttl_stats ORDER BY table_name::text;
 SELECT table_name, index_name FROM ttl_indexes;
 
+-- a foreign partition (here behind a wrapper with no handler, so any read of it fails) gets no
+-- index and is never deleted from: ttl_expire_now passes it by, ttl_stats says it is skipped
+CREATE FOREIGN DATA WRAPPER ttl_no_handler;
+CREATE SERVER ttl_nowhere FOREIGN DATA WRAPPER ttl_no_handler;
+CREATE FOREIGN TABLE measurements_far PARTITION OF measurements FOR VALUES IN ('far') SERVER ttl_nowhere;
+INSERT INTO measurements_eu VALUES (5, 'eu', '{"takenAt": "2019-01-01"}');
+SELECT ttl_expire_now('measurements') AS removed;
+SELECT table_name, runs, skipped FROM ttl_stats WHERE table_name::text LIKE 'measurements_%' ORDER BY table_name::text;
+
 -- dropping the partitioned table removes the TTL index entry
 DROP TABLE measurements;
+DROP SERVER ttl_nowhere;
+DROP FOREIGN DATA WRAPPER ttl_no_handler;
 SELECT count(*) AS catalog_rows FROM ttl_index;
