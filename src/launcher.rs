@@ -102,7 +102,11 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
         }
         crate::worker::reload_config_if_asked();
     }
-    log!("jsonb_ttl launcher exiting");
+    // Exit code 1: the postmaster starts the launcher again after its restart time, so a
+    // pg_terminate_backend() or an idle-connection reaper never leaves the server unpurged
+    // (at shutdown the postmaster restarts nothing).
+    log!("jsonb_ttl launcher exiting; the postmaster restarts it");
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// How long a database found without the extension is left alone, unless CREATE EXTENSION
@@ -134,7 +138,8 @@ fn ensure_worker(
             Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
         )
     });
-    if running {
+    // A worker of an earlier life of the launcher (terminated, restarted) keeps its database.
+    if running || registry::serving_pid(db).is_some() {
         return Ensured::Running;
     }
     if registry::is_dropping(db) {
@@ -189,7 +194,8 @@ fn connectable_databases() -> Vec<Oid> {
             let header = (*tuple).t_data;
             let form = (header as *const u8).add((*header).t_hoff as usize)
                 as *const pg_sys::FormData_pg_database;
-            if (*form).datallowconn && !(*form).datistemplate {
+            // datconnlimit -2: a database whose DROP DATABASE was interrupted (invalid)
+            if (*form).datallowconn && !(*form).datistemplate && (*form).datconnlimit != -2 {
                 databases.push((*form).oid);
             }
         }

@@ -61,25 +61,48 @@ pub fn init() {
     pgrx::pg_shmem_init!(WINDOW_START_MS);
 }
 
-/// Records that this process serves `dboid`. False when every slot is taken.
-pub fn register_worker(dboid: pg_sys::Oid) -> bool {
+/// Records that this process serves `dboid`. False when another process serves it already (a
+/// worker started by an earlier life of the launcher) or every slot is taken: one worker per
+/// database, whatever restarts happen.
+pub fn register_worker(dboid: pg_sys::Oid) -> Result<(), Refused> {
     let pid = unsafe { pg_sys::MyProcPid };
     let mut registry = REGISTRY.exclusive();
-    let free = registry
+    if let Some(other) = registry
         .workers
         .iter()
-        .position(|s| s.dboid == dboid.to_u32())
-        .or_else(|| registry.workers.iter().position(|s| s.dboid == 0));
+        .find(|s| s.dboid == dboid.to_u32() && s.pid != 0 && s.pid != pid)
+    {
+        return Err(Refused::Served(other.pid));
+    }
+    let free = registry.workers.iter().position(|s| s.dboid == 0);
     match free {
         Some(i) => {
             registry.workers[i] = Slot {
                 dboid: dboid.to_u32(),
                 pid,
             };
-            true
+            Ok(())
         }
-        None => false,
+        None => Err(Refused::Full),
     }
+}
+
+/// Why [`register_worker`] refused.
+pub enum Refused {
+    /// This process serves the database already.
+    Served(i32),
+    /// Every slot is taken.
+    Full,
+}
+
+/// The process serving `dboid`, if any.
+pub fn serving_pid(dboid: pg_sys::Oid) -> Option<i32> {
+    REGISTRY
+        .share()
+        .workers
+        .iter()
+        .find(|s| s.dboid == dboid.to_u32() && s.pid != 0)
+        .map(|s| s.pid)
 }
 
 /// Forgets this process's slot.

@@ -268,12 +268,19 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     unsafe { pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die)) };
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(dboid), None);
-    if !registry::register_worker(dboid) {
-        log!(
-            "jsonb_ttl: more than {} databases; this one is not served",
-            registry::MAX_DATABASES
-        );
-        return;
+    match registry::register_worker(dboid) {
+        Ok(()) => {}
+        Err(registry::Refused::Served(pid)) => {
+            debug1!("jsonb_ttl: worker {pid} serves this database already");
+            return;
+        }
+        Err(registry::Refused::Full) => {
+            log!(
+                "jsonb_ttl: more than {} databases; this one is not served",
+                registry::MAX_DATABASES
+            );
+            return;
+        }
     }
     unsafe { pg_sys::before_shmem_exit(Some(unregister_on_exit), pg_sys::Datum::from(0)) };
     // Everything the worker runs names its schema; nothing resolves through search_path.
@@ -304,7 +311,34 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         if gucs::ENABLED.get() {
             worker.pass(&ext);
         }
+        report_idle();
         wait_for_next_pass(started);
+    }
+}
+
+/// Shows in pg_stat_activity what the worker does now (`state` active, `query` naming the table).
+fn report_activity(what: &str) {
+    let what = std::ffi::CString::new(what).unwrap_or_default();
+    unsafe { pg_sys::pgstat_report_activity(pg_sys::BackendState::STATE_RUNNING, what.as_ptr()) };
+}
+
+/// Between passes: `state` idle in pg_stat_activity, and the table statistics of the pass
+/// (`n_tup_del` and the dead rows autovacuum counts) sent at once, as a backend sends them
+/// when it goes idle.
+fn report_idle() {
+    unsafe {
+        pg_sys::pgstat_report_activity(pg_sys::BackendState::STATE_IDLE, std::ptr::null());
+        #[allow(clippy::let_unit_value)]
+        let _ = pg_sys::pgstat_report_stat(true);
+    }
+}
+
+/// After a committed batch: the table statistics, at most once a second (PostgreSQL's own
+/// pacing), so autovacuum sees TTL deletes during a long purge too.
+fn report_stats_soon() {
+    unsafe {
+        #[allow(clippy::let_unit_value)]
+        let _ = pg_sys::pgstat_report_stat(false);
     }
 }
 
@@ -437,7 +471,13 @@ impl Worker {
                 break;
             }
             let batch_started = Instant::now();
-            match self.batch(ext, purge.next(), index, granted) {
+            report_activity(&format!(
+                "jsonb_ttl: deleting expired rows from {} (batch of {granted})",
+                index.display_name
+            ));
+            let outcome = self.batch(ext, purge.next(), index, granted);
+            report_stats_soon();
+            match outcome {
                 Ok(None) => {
                     // The TTL index or the table is gone since the pass began: nothing to purge.
                     registry::give_back(granted);

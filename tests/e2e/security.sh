@@ -144,8 +144,8 @@ expect_eq "her calls ran her look-alikes and triggers as herself only" 0 "$(supe
 expect_eq "her calls did run her trigger and policy (as her)" t \
   "$(q sec -c "SELECT count(*) > 0 FROM seen WHERE what IN ('policy', 'trigger on t') AND who = 'mallory'")"
 expect_eq "mallory is not a superuser after calling every function" f "$(mallory_is_superuser)"
-expect_eq "a temporary table is refused, with its reason" "sec.temp: is a temporary table" \
-  "sec.temp: $(outcome mallory sec "CREATE TEMP TABLE tt (doc jsonb); SELECT ttl_index_create('tt', 'at', 0)" | sed 's/^pg_temp_[0-9]*\.tt //')"
+expect_eq "a temporary table is refused, with its reason" "tt is a temporary table" \
+  "$(outcome mallory sec "CREATE TEMP TABLE tt (doc jsonb); SELECT ttl_index_create('tt', 'at', 0)")"
 
 echo "-- 2. a superuser runs ttl_expire_now() and reads ttl_stats over mallory's table"
 as mallory sec -c "INSERT INTO e.t SELECT g, jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 20) g"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# ALTER EXTENSION jsonb_ttl UPDATE from the released 0.1.0 (sql/jsonb_ttl--0.1.0.sql, kept as
+# shipped): an updated database equals a fresh one, member object by member object (pg_dump
+# --schema-only leaves an extension's members out, so the catalogs are compared directly), and
+# the worker purges before and after the update with the TTL index in place.
+source "$(dirname "$0")/lib.sh"
+start_cluster e2e-upgrade 28841 "jsonb_ttl.frequency = 100"
+
+q postgres -c "CREATE DATABASE updated" -c "CREATE DATABASE fresh"
+q updated -v ON_ERROR_STOP=1 <<'SQL'
+CREATE EXTENSION jsonb_ttl VERSION '0.1.0';
+CREATE TABLE events (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+SELECT FROM ttl_index_create('events', 'at', interval '1 second');
+INSERT INTO events (doc) SELECT jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 100);
+SQL
+q fresh -c "CREATE EXTENSION jsonb_ttl"
+empty() { [ "$(q updated -c "SELECT count(*) FROM events")" = 0 ]; }
+wait_for "the 0.2.0 library's worker purges a 0.1.0 database" 5 empty
+expect_eq "0.1.0 is what is installed there" 0.1.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+
+q updated -c "ALTER EXTENSION jsonb_ttl UPDATE"
+expect_eq "the update reaches the default version" 0.2.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+
+# Every member object of the extension, described by what a user or an attacker can observe.
+describe='
+WITH members AS (
+  SELECT d.classid, d.objid FROM pg_depend d
+  WHERE d.deptype = $$e$$ AND d.refclassid = $$pg_extension$$::regclass
+    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = $$jsonb_ttl$$))
+SELECT $$function $$ || p.oid::regprocedure || $$ returns $$ || p.prorettype::regtype
+       || $$ volatility $$ || p.provolatile::text || $$ strict $$ || p.proisstrict || $$ definer $$ || p.prosecdef
+       || $$ parallel $$ || p.proparallel::text || $$ config $$ || coalesce(p.proconfig::text, $$-$$)
+       || $$ acl $$ || coalesce(p.proacl::text, $$default$$) || $$ comment $$ || coalesce(obj_description(p.oid, $$pg_proc$$), $$-$$)
+       || $$ body $$ || md5(p.prosrc)
+FROM members m JOIN pg_proc p ON p.oid = m.objid WHERE m.classid = $$pg_proc$$::regclass
+UNION ALL
+SELECT $$relation $$ || c.relname || $$ kind $$ || c.relkind::text || $$ acl $$ || coalesce(c.relacl::text, $$default$$)
+       || $$ comment $$ || coalesce(obj_description(c.oid, $$pg_class$$), $$-$$)
+       || $$ columns $$ || (SELECT string_agg(a.attname || $$:$$ || format_type(a.atttypid, a.atttypmod) || $$:$$ || a.attnotnull, $$,$$ ORDER BY a.attnum)
+                          FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+       || $$ view $$ || coalesce(md5(pg_get_viewdef(c.oid)), $$-$$)
+       || $$ constraints $$ || coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), $$; $$ ORDER BY k.conname) FROM pg_constraint k WHERE k.conrelid = c.oid), $$-$$)
+FROM members m JOIN pg_class c ON c.oid = m.objid WHERE m.classid = $$pg_class$$::regclass
+UNION ALL
+SELECT $$type $$ || t.typname || $$ $$ || t.typtype::text
+FROM members m JOIN pg_type t ON t.oid = m.objid WHERE m.classid = $$pg_type$$::regclass
+UNION ALL
+SELECT $$event trigger $$ || e.evtname || $$ on $$ || e.evtevent::text || $$ calls $$ || e.evtfoid::regproc || $$ tags $$ || coalesce(e.evttags::text, $$-$$)
+FROM members m JOIN pg_event_trigger e ON e.oid = m.objid WHERE m.classid = $$pg_event_trigger$$::regclass
+UNION ALL
+SELECT $$config dump $$ || x.extconfig::regclass[]::text || $$ $$ || x.extcondition::text
+FROM pg_extension x WHERE x.extname = $$jsonb_ttl$$
+ORDER BY 1'
+q updated -c "$describe" >"$CLUSTER_DIR/updated.txt"
+q fresh -c "$describe" >"$CLUSTER_DIR/fresh.txt"
+expect_eq "an updated 0.1.0 database equals a fresh 0.2.0 one ($(wc -l <"$CLUSTER_DIR/fresh.txt") member objects compared)" "" \
+  "$(diff "$CLUSTER_DIR/updated.txt" "$CLUSTER_DIR/fresh.txt")"
+expect_eq "the TTL index survived the update" events_ttl_idx "$(q updated -c "SELECT index_name FROM ttl_indexes")"
+
+q updated -c "INSERT INTO events (doc) SELECT jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 100)"
+wait_for "the worker purges after the update" 5 empty
+finish
