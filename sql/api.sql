@@ -11,7 +11,8 @@ SELECT t.table_oid                          AS table_name,
        t.numeric_unit,
        t.index_name,
        pg_catalog.pg_relation_size(i.oid)   AS index_size,
-       t.created_at
+       t.created_at,
+       t.time_zone
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
@@ -23,48 +24,59 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created
+           is_newly_created, t.time_zone
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
-                                 numeric_unit text DEFAULT 's')
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit);
+    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
-                                 numeric_unit text DEFAULT 's')
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit)
+    SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
+                                        time_zone)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
-CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval)
+CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
+                                time_zone text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+    IF expire_after IS NULL AND time_zone IS NULL THEN
+        RAISE EXCEPTION 'nothing to change'
+            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone or both.';
+    END IF;
+    IF expire_after IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+    END IF;
+    IF time_zone IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
+    END IF;
     RETURN @extschema@._ttl_index_info(tbl, false);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_alter(regclass, interval) IS
-  'Changes expire_after of a TTL index: a catalog update, the index is not rebuilt.';
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text) IS
+  'Changes expire_after of a TTL index (a catalog update) and the time zone a timestamp or date column is read in (rebuilds the index).';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info

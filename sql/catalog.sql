@@ -8,7 +8,8 @@ CREATE TABLE ttl_index (
     expire_after interval    NOT NULL CHECK (expire_after >= interval '0'),
     numeric_unit text        NOT NULL DEFAULT 's' CHECK (numeric_unit IN ('s', 'ms')),
     index_name   name        NOT NULL,   -- in the table's schema
-    created_at   timestamptz NOT NULL DEFAULT now()
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    time_zone    text                    -- the zone a timestamp or date column is read in; NULL: UTC
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -22,7 +23,8 @@ CREATE TYPE ttl_index_info AS (
     path             text,
     expire_after     interval,
     numeric_unit     text,
-    is_newly_created boolean
+    is_newly_created boolean,
+    time_zone        text
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

@@ -43,3 +43,109 @@ CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
 JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid;
 GRANT SELECT ON @extschema@.ttl_stats TO PUBLIC;
+
+-- Real schemas: a timestamp or date column is read in a time zone stored with the TTL index
+-- (by default the creating session's TimeZone). 0.1.0 read them as UTC: existing entries keep
+-- time_zone NULL, which means UTC, so their indexes stay valid as they are.
+ALTER TABLE @extschema@.ttl_index ADD COLUMN time_zone text;
+ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE time_zone text;
+
+CREATE FUNCTION @extschema@."_ttl_index_create"(
+	"tbl" oid, /* Option < Oid > */
+	"path" TEXT, /* Option < & str > */
+	"expire_after" interval, /* Option < Interval > */
+	"numeric_unit" TEXT, /* Option < & str > */
+	"time_zone" TEXT /* Option < & str > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_create_in_zone_wrapper';
+
+CREATE FUNCTION @extschema@."_ttl_index_set_time_zone"(
+	"tbl" oid, /* Option < Oid > */
+	"time_zone" TEXT /* Option < & str > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_time_zone_wrapper';
+
+CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
+           is_newly_created, t.time_zone
+    FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
+SELECT t.table_oid                          AS table_name,
+       t.column_name,
+       t.path,
+       t.json_path,
+       t.expire_after,
+       t.numeric_unit,
+       t.index_name,
+       pg_catalog.pg_relation_size(i.oid)   AS index_size,
+       t.created_at,
+       t.time_zone
+FROM @extschema@.ttl_index t
+JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;
+
+DROP FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text);
+DROP FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text);
+DROP FUNCTION @extschema@.ttl_index_alter(regclass, interval);
+CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone);
+BEGIN
+    RETURN @extschema@._ttl_index_info(tbl, created);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text) IS
+  'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
+
+CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
+                                        time_zone)
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text) IS
+  'Creates the TTL index of a table, with expire_after in seconds.';
+
+CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
+                                time_zone text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF expire_after IS NULL AND time_zone IS NULL THEN
+        RAISE EXCEPTION 'nothing to change'
+            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone or both.';
+    END IF;
+    IF expire_after IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+    END IF;
+    IF time_zone IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
+    END IF;
+    RETURN @extschema@._ttl_index_info(tbl, false);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text) IS
+  'Changes expire_after of a TTL index (a catalog update) and the time zone a timestamp or date column is read in (rebuilds the index).';

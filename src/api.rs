@@ -7,7 +7,7 @@
 use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
-use crate::path::{self, PathErrorKind};
+use crate::path::{self, ColumnKind, PathErrorKind};
 use crate::{deleter, gucs, owner};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
@@ -205,6 +205,55 @@ fn warn_unless_preloaded() {
     }
 }
 
+/// The zone a `timestamp` or `date` column is read in: `time_zone` when given (a name
+/// PostgreSQL's time zone library accepts), else the session's TimeZone.
+fn column_time_zone(time_zone: Option<&str>) -> String {
+    match time_zone {
+        Some(zone) => {
+            let accepted = std::ffi::CString::new(zone).ok().is_some_and(|name| unsafe {
+                let tz = pgrx::pg_sys::pg_tzset(name.as_ptr());
+                !tz.is_null() && pgrx::pg_sys::pg_tz_acceptable(tz)
+            });
+            if !accepted {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("time zone {zone:?} not recognized"),
+                    "Pass a name from pg_timezone_names, such as 'America/New_York' or 'UTC'.",
+                );
+            }
+            zone.to_string()
+        }
+        None => unsafe {
+            std::ffi::CStr::from_ptr(pgrx::pg_sys::pg_get_timezone_name(
+                pgrx::pg_sys::session_timezone,
+            ))
+        }
+        .to_string_lossy()
+        .into_owned(),
+    }
+}
+
+/// The zone stored with a TTL index on `kind`: a `timestamp` or `date` column is read in one
+/// (see [`catalog::reference_expr`]); the other kinds hold absolute times and take none.
+fn index_time_zone(kind: ColumnKind, time_zone: Option<&str>) -> Option<String> {
+    match kind {
+        ColumnKind::Timestamp | ColumnKind::Date => Some(column_time_zone(time_zone)),
+        _ => {
+            if time_zone.is_some() {
+                raise(
+                    PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                    "time_zone applies to a timestamp or date column only",
+                    "A timestamptz or numeric column and JSON numbers are absolute times; JSON \
+                     strings without an offset are read as UTC.",
+                );
+            }
+            None
+        }
+    }
+}
+
+/// `ttl_index_create` as 0.1.0's SQL calls it (no time_zone): the 0.2.0 library serves it
+/// until `ALTER EXTENSION jsonb_ttl UPDATE` runs.
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create(
@@ -212,6 +261,18 @@ fn ttl_index_create(
     path: Option<&str>,
     expire_after: Option<Interval>,
     numeric_unit: Option<&str>,
+) -> bool {
+    ttl_index_create_in_zone(tbl, path, expire_after, numeric_unit, None)
+}
+
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_create_in_zone(
+    tbl: Option<Oid>,
+    path: Option<&str>,
+    expire_after: Option<Interval>,
+    numeric_unit: Option<&str>,
+    time_zone: Option<&str>,
 ) -> bool {
     let table = owned_table(tbl);
     let path = required(path, "path");
@@ -226,12 +287,14 @@ fn ttl_index_create(
         };
         raise(code, e.message, e.hint)
     });
+    let zone = index_time_zone(resolved.kind, time_zone);
     let ext = catalog::extension_schema();
 
     if let Some(current) = existing(&ext, &table) {
         let same = current.resolved == resolved
             && current.unit == unit
-            && current.expire_after.as_micros() == expire_after.as_micros();
+            && current.expire_after.as_micros() == expire_after.as_micros()
+            && zone.as_ref().is_none_or(|zone| *zone == current.time_zone);
         if same {
             return false;
         }
@@ -251,8 +314,9 @@ fn ttl_index_create(
     }
 
     let index_name = choose_index_name(&table);
-    let reference = catalog::reference_expr(&ext, &resolved, unit)
-        .expect("path resolution accepts only columns that hold a time");
+    let reference =
+        catalog::reference_expr(&ext, &resolved, unit, zone.as_deref().unwrap_or("UTC"))
+            .expect("path resolution accepts only columns that hold a time");
     // A partitioned table's index covers every partition, now and future; a plain table's
     // stays off legacy inheritance children, which are not part of this TTL index.
     let only = if table.partitioned { "" } else { "ONLY" };
@@ -268,9 +332,9 @@ fn ttl_index_create(
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
         Spi::run_with_args(
             &format!(
-                "INSERT INTO {ext}.ttl_index \
-                 (table_oid, column_name, json_path, path, expire_after, numeric_unit, index_name) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                "INSERT INTO {ext}.ttl_index (table_oid, column_name, json_path, path, \
+                 expire_after, numeric_unit, index_name, time_zone) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
             ),
             &[
                 table.oid.into(),
@@ -280,6 +344,7 @@ fn ttl_index_create(
                 expire_after.into(),
                 unit.name().into(),
                 index_name.into(),
+                zone.into(),
             ],
         )
     })
@@ -307,6 +372,65 @@ fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
+}
+
+/// Changes the zone a `timestamp` or `date` column is read in. The zone is part of the index
+/// expression, so the TTL index is rebuilt: a new index is built beside the old one (CREATE
+/// INDEX: a SHARE lock, so writes to the table wait for the build), the catalog points at it,
+/// the old one is dropped and the new one takes its name (ACCESS EXCLUSIVE, for an instant).
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_time_zone")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
+    let table = owned_table(tbl);
+    let time_zone = required(time_zone, "time_zone");
+    let ext = catalog::extension_schema();
+    let Some(current) = existing(&ext, &table) else {
+        no_ttl_index(&table);
+    };
+    let Some(zone) = index_time_zone(current.resolved.kind, Some(time_zone)) else {
+        unreachable!("index_time_zone raises for a kind without a zone")
+    };
+    if zone == current.time_zone {
+        return;
+    }
+    let reference = catalog::reference_expr(&ext, &current.resolved, current.unit, &zone)
+        .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+    let building = choose_index_name(&table);
+    let only = if table.partitioned { "" } else { "ONLY" };
+    let schema = quote_identifier(&table.schema);
+    Spi::run(&format!(
+        "CREATE INDEX {} ON {only} {schema}.{} ({reference}) WHERE {reference} IS NOT NULL",
+        quote_identifier(&building),
+        quote_identifier(&table.relname),
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
+    // The catalog follows the new index first, so that dropping the old one (which the sql_drop
+    // event trigger watches) keeps the entry, then takes the old name back with it.
+    let record = |zone: &str, index_name: &str| {
+        owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+            Spi::run_with_args(
+                &format!(
+                    "UPDATE {ext}.ttl_index SET time_zone = $2, index_name = $3 \
+                     WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+                ),
+                &[table.oid.into(), zone.into(), index_name.into()],
+            )
+        })
+        .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"))
+    };
+    record(&zone, &building);
+    Spi::run(&format!(
+        "DROP INDEX {schema}.{}",
+        quote_identifier(&current.index_name)
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+    Spi::run(&format!(
+        "ALTER INDEX {schema}.{} RENAME TO {}",
+        quote_identifier(&building),
+        quote_identifier(&current.index_name)
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: ALTER INDEX failed: {e}"));
+    record(&zone, &current.index_name);
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
@@ -391,7 +515,8 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     let index = catalog::load(&ext, Some(tbl), Scope::Targets)
         .into_iter()
         .find(|index| index.table == target && !index.foreign)?;
-    let reference = catalog::reference_expr(&ext, &index.resolved, index.unit).ok()?;
+    let reference =
+        catalog::reference_expr(&ext, &index.resolved, index.unit, &index.time_zone).ok()?;
     let sql = format!(
         "SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         index.qualified_table,

@@ -28,6 +28,8 @@ pub struct TtlIndex {
     pub expire_after: Interval,
     pub unit: NumericUnit,
     pub index_name: String,
+    /// The zone a `timestamp` or `date` column is read in (see [`reference_expr`]).
+    pub time_zone: String,
     /// A foreign table (a partition of a partitioned table): never deleted from, since its
     /// rows live behind a foreign data wrapper.
     pub foreign: bool,
@@ -96,12 +98,20 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 /// planner always matches the two (it compares operator and function OIDs, not text). An error
 /// when the column can no longer hold a time (it was dropped or changed type behind the
 /// catalog's back).
+///
+/// A `timestamp` column holds a local time: it is read in `time_zone`, the TTL index's zone (by
+/// default the TimeZone of the session that created it, which is how PostgreSQL itself compares
+/// that column with `now()` there); a `date` column is midnight in that zone. `AT TIME ZONE`
+/// with a constant zone is IMMUTABLE (`timezone(text, timestamp)`), so it can key an index, and
+/// it reads gaps and overlaps of daylight saving time as PostgreSQL does everywhere else.
 pub fn reference_expr(
     ext_schema: &str,
     resolved: &Resolved,
     unit: NumericUnit,
+    time_zone: &str,
 ) -> Result<String, String> {
     let column = quote_identifier(&resolved.column);
+    let zone = quote_literal(time_zone);
     Ok(match resolved.kind {
         ColumnKind::Jsonb => {
             let value = resolved.json_path.iter().fold(column, |value, key| {
@@ -119,9 +129,9 @@ pub fn reference_expr(
         }
         ColumnKind::Timestamptz => column,
         // AT TIME ZONE always calls pg_catalog.timezone()
-        ColumnKind::Timestamp => format!("({column} AT TIME ZONE 'UTC'::pg_catalog.text)"),
+        ColumnKind::Timestamp => format!("({column} AT TIME ZONE {zone}::pg_catalog.text)"),
         ColumnKind::Date => {
-            format!("(({column})::pg_catalog.timestamp AT TIME ZONE 'UTC'::pg_catalog.text)")
+            format!("(({column})::pg_catalog.timestamp AT TIME ZONE {zone}::pg_catalog.text)")
         }
         ColumnKind::Number => format!(
             "{ext_schema}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
@@ -194,7 +204,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 l.relid::pg_catalog.regclass::pg_catalog.text, c.relowner, \
                 t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
-                t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text \
+                t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
+                coalesce(t.time_zone, 'UTC'::pg_catalog.text) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -234,6 +245,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     root: oid(12),
                     attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
                     foreign: text(14) == "f",
+                    time_zone: text(15),
                 }
             })
             .collect()

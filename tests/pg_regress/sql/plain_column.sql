@@ -1,5 +1,6 @@
--- A TTL index on a plain column: timestamptz, timestamp (read as UTC), date (midnight UTC) or
--- a number (Unix seconds, or milliseconds with numeric_unit => 'ms').
+-- A TTL index on a plain column: timestamptz, timestamp and date (read in the TTL index's time
+-- zone, here the session's UTC: see time_zone.sql), or a number (Unix seconds, or milliseconds
+-- with numeric_unit => 'ms').
 \set SHOW_CONTEXT never
 SET TimeZone = 'UTC';
 CREATE TABLE plain (id int PRIMARY KEY, at_tz timestamptz, at_ts timestamp, on_day date,

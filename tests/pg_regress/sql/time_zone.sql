@@ -1,0 +1,62 @@
+-- A timestamp (without time zone) column holds a local time. A TTL index reads it in its own
+-- time zone: by default the TimeZone of the session that creates the index (how PostgreSQL
+-- itself compares that column with now() in that session), or the time_zone argument. The zone
+-- is stored with the index and shown in ttl_indexes; the worker never uses its own session's.
+-- express-session's connect-pg-simple, for one, writes expire = to_timestamp(…) into a
+-- timestamp column: in a New York session that is New York time.
+\set SHOW_CONTEXT never
+SET TimeZone = 'America/New_York';
+CREATE TABLE web_sessions (sid text PRIMARY KEY, sess json NOT NULL, expire timestamp(6) NOT NULL);
+INSERT INTO web_sessions VALUES
+  ('gone',      '{}', to_timestamp(extract(epoch FROM now()) - 60)),     -- expired a minute ago
+  ('for-1h',    '{}', to_timestamp(extract(epoch FROM now()) + 3600)),   -- an hour to live
+  ('for-5h',    '{}', to_timestamp(extract(epoch FROM now()) + 5 * 3600));
+SELECT index_name, column_name, expire_after, time_zone
+FROM ttl_index_create('web_sessions', 'expire', 0);
+SELECT indexdef FROM pg_indexes WHERE indexname = 'web_sessions_ttl_idx';
+SELECT table_name, path, time_zone FROM ttl_indexes;
+
+-- whatever the TimeZone of the session that purges (the worker's is UTC), only the expired
+-- session goes: read as UTC, the two live ones (5 hours behind UTC here) would go too
+SET TimeZone = 'UTC';
+BEGIN;
+SELECT ttl_expire_now('web_sessions') AS removed;
+SELECT sid FROM web_sessions ORDER BY sid;
+ROLLBACK;
+SET TimeZone = 'Asia/Tokyo';
+SELECT ttl_expire_now('web_sessions') AS removed;
+SELECT sid FROM web_sessions ORDER BY sid;
+
+-- time_zone can be given, and changed: the zone is part of the index expression, so
+-- ttl_index_alter(time_zone => …) rebuilds the TTL index under the same name (CREATE INDEX
+-- takes a SHARE lock: writes wait for the build)
+SELECT index_name, time_zone FROM ttl_index_alter('web_sessions', time_zone => 'Europe/Paris');
+SELECT indexdef FROM pg_indexes WHERE tablename = 'web_sessions' AND indexname LIKE '%ttl%';
+SELECT index_name, time_zone FROM ttl_indexes;
+SELECT ttl_index_drop('web_sessions');
+SELECT index_name, time_zone
+FROM ttl_index_create('web_sessions', 'expire', 0, time_zone => 'America/New_York');
+
+-- a date column is midnight in the zone
+CREATE TABLE coupons (code text, valid_until date);
+SELECT column_name, time_zone FROM ttl_index_create('coupons', 'valid_until', interval '1 day',
+                                                    time_zone => 'Pacific/Auckland');
+SELECT indexdef FROM pg_indexes WHERE indexname = 'coupons_ttl_idx';
+
+-- daylight saving time, read as PostgreSQL reads it everywhere: a local time in the spring-forward
+-- gap (02:30 on 2026-03-08 does not exist in New York) is taken as standard time, 07:30 UTC;
+-- one in the fall-back overlap (01:30 on 2026-11-01 happens twice) is taken as standard time,
+-- the later of the two, 06:30 UTC
+SET TimeZone = 'UTC';
+SELECT local, local AT TIME ZONE 'America/New_York' AS read_as
+FROM (VALUES (timestamp '2026-03-08 01:59:59'), (timestamp '2026-03-08 02:30'),
+             (timestamp '2026-03-08 03:00'), (timestamp '2026-11-01 00:59:59'),
+             (timestamp '2026-11-01 01:30'), (timestamp '2026-11-01 02:00')) t(local);
+
+-- bad arguments
+SELECT ttl_index_alter('coupons', time_zone => 'Mars/Olympus_Mons');
+SELECT ttl_index_alter('coupons');
+CREATE TABLE events (id int, doc jsonb, at timestamptz);
+SELECT ttl_index_create('events', 'doc.at', 0, time_zone => 'UTC');
+SELECT ttl_index_create('events', 'at', 0, time_zone => 'UTC');
+DROP TABLE web_sessions, coupons, events;
