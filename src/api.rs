@@ -287,8 +287,12 @@ fn ttl_index_create_in_zone(
         };
         raise(code, e.message, e.hint)
     });
-    let zone = index_time_zone(resolved.kind, time_zone);
     let ext = catalog::extension_schema();
+    let zoned_catalog = catalog::has_time_zone(&ext);
+    let zone = match zoned_catalog {
+        true => index_time_zone(resolved.kind, time_zone),
+        false => None, // 0.1.0's SQL: timestamp columns read as UTC, as 0.1.0 did
+    };
 
     if let Some(current) = existing(&ext, &table) {
         let same = current.resolved == resolved
@@ -329,23 +333,28 @@ fn ttl_index_create_in_zone(
     .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
 
     let json_path: Vec<String> = resolved.json_path.clone();
+    let zone_column = if zoned_catalog { ", time_zone" } else { "" };
+    let zone_value = if zoned_catalog { ", $8" } else { "" };
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+        let mut args = vec![
+            table.oid.into(),
+            resolved.column.clone().into(),
+            json_path.into(),
+            path.into(),
+            expire_after.into(),
+            unit.name().into(),
+            index_name.into(),
+        ];
+        if zoned_catalog {
+            args.push(zone.into());
+        }
         Spi::run_with_args(
             &format!(
                 "INSERT INTO {ext}.ttl_index (table_oid, column_name, json_path, path, \
-                 expire_after, numeric_unit, index_name, time_zone) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                 expire_after, numeric_unit, index_name{zone_column}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7{zone_value})"
             ),
-            &[
-                table.oid.into(),
-                resolved.column.clone().into(),
-                json_path.into(),
-                path.into(),
-                expire_after.into(),
-                unit.name().into(),
-                index_name.into(),
-                zone.into(),
-            ],
+            &args,
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));

@@ -205,7 +205,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
                 t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
-                coalesce(t.time_zone, 'UTC'::pg_catalog.text) \
+                coalesce(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
+                         'UTC'::pg_catalog.text) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -250,6 +251,22 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
             })
             .collect()
     })
+}
+
+/// Whether the catalog has the `time_zone` column of 0.2.0: a database still at 0.1.0's SQL
+/// (before `ALTER EXTENSION jsonb_ttl UPDATE`) lacks it, and the 0.2.0 library serves it all
+/// the same, reading its timestamp columns as UTC as 0.1.0 did. (Loads read the column through
+/// `to_jsonb(t) ->> 'time_zone'`, NULL when it is absent.)
+pub fn has_time_zone(ext_schema: &str) -> bool {
+    let catalog = quote_literal(format!("{ext_schema}.ttl_index"));
+    Spi::get_one::<bool>(&format!(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute \
+         WHERE attrelid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass \
+           AND attname OPERATOR(pg_catalog.=) 'time_zone'::pg_catalog.name AND NOT attisdropped)"
+    ))
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }
 
 /// The role that owns the catalog table (the extension's owner).

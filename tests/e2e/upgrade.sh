@@ -12,7 +12,13 @@ CREATE EXTENSION jsonb_ttl VERSION '0.1.0';
 CREATE TABLE events (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
 SELECT FROM ttl_index_create('events', 'at', interval '1 second');
 INSERT INTO events (doc) SELECT jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 100);
+-- 0.1.0 read a timestamp column as UTC, whatever the session's TimeZone
+SET TimeZone = 'America/New_York';
+CREATE TABLE visits (id int, seen timestamp);
+SELECT FROM ttl_index_create('visits', 'seen', interval '1 day');
 SQL
+visits_index() { q updated -c "SELECT indexdef LIKE '%AT TIME ZONE ''UTC''%' FROM pg_indexes WHERE indexname = 'visits_ttl_idx'"; }
+expect_eq "under 0.1.0's SQL the 0.2.0 library still reads a timestamp column as UTC" t "$(visits_index)"
 q fresh -c "CREATE EXTENSION jsonb_ttl"
 empty() { [ "$(q updated -c "SELECT count(*) FROM events")" = 0 ]; }
 wait_for "the 0.2.0 library's worker purges a 0.1.0 database" 5 empty
@@ -42,7 +48,9 @@ SELECT $$relation $$ || c.relname || $$ kind $$ || c.relkind::text || $$ acl $$ 
        || $$ constraints $$ || coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), $$; $$ ORDER BY k.conname) FROM pg_constraint k WHERE k.conrelid = c.oid), $$-$$)
 FROM members m JOIN pg_class c ON c.oid = m.objid WHERE m.classid = $$pg_class$$::regclass
 UNION ALL
-SELECT $$type $$ || t.typname || $$ $$ || t.typtype::text
+SELECT $$type $$ || t.typname || $$ $$ || t.typtype::text || $$ attributes $$
+       || coalesce((SELECT string_agg(a.attname || $$:$$ || format_type(a.atttypid, a.atttypmod), $$,$$ ORDER BY a.attnum)
+                    FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped), $$-$$)
 FROM members m JOIN pg_type t ON t.oid = m.objid WHERE m.classid = $$pg_type$$::regclass
 UNION ALL
 SELECT $$event trigger $$ || e.evtname || $$ on $$ || e.evtevent::text || $$ calls $$ || e.evtfoid::regproc || $$ tags $$ || coalesce(e.evttags::text, $$-$$)
@@ -55,7 +63,10 @@ q updated -c "$describe" >"$CLUSTER_DIR/updated.txt"
 q fresh -c "$describe" >"$CLUSTER_DIR/fresh.txt"
 expect_eq "an updated 0.1.0 database equals a fresh 0.2.0 one ($(wc -l <"$CLUSTER_DIR/fresh.txt") member objects compared)" "" \
   "$(diff "$CLUSTER_DIR/updated.txt" "$CLUSTER_DIR/fresh.txt")"
-expect_eq "the TTL index survived the update" events_ttl_idx "$(q updated -c "SELECT index_name FROM ttl_indexes")"
+expect_eq "the TTL indexes survived the update" "events_ttl_idx visits_ttl_idx" \
+  "$(q updated -c "SELECT string_agg(index_name, ' ' ORDER BY index_name) FROM ttl_indexes")"
+expect_eq "an updated timestamp column's index keeps reading UTC (time_zone NULL), no rebuild" "t|" \
+  "$(visits_index)|$(q updated -c "SELECT time_zone FROM ttl_indexes WHERE table_name = 'visits'::regclass")"
 
 q updated -c "INSERT INTO events (doc) SELECT jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 100)"
 wait_for "the worker purges after the update" 5 empty
