@@ -10,11 +10,13 @@
 //! ```text
 //! date      = YYYY "-" MM "-" DD
 //! datetime  = date ("T" | "t" | " ") HH ":" MM [ ":" SS [ ("." | ",") 1*DIGIT ] ] [ zone ]
-//! zone      = "Z" | "z" | ("+" | "-") HH [ ":" ] MM
+//! zone      = "Z" | "z" | ("+" | "-") HH [ [ ":" ] MM ]
 //! ```
 //!
+//! An hours-only offset (`+00`, `-08`) is what PostgreSQL's own `timestamptz` output writes.
 //! Calendar checks are chrono's (proleptic Gregorian). No offset means UTC, never the
-//! session's TimeZone, so the result is IMMUTABLE. Fractions beyond microseconds are rounded
+//! session's TimeZone, so the result is IMMUTABLE; [`parse_datestring_local`] tells the caller
+//! which strings had no offset, for a TTL index that reads them in a zone of its own. Fractions beyond microseconds are rounded
 //! half up, as PostgreSQL rounds `timestamptz` input.
 
 use chrono::NaiveDate;
@@ -207,8 +209,30 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Parses an ISO-8601 date or date-time string (see the module doc for the grammar).
+/// Parses an ISO-8601 date or date-time string (see the module doc for the grammar); a string
+/// without an offset is read as UTC.
 pub fn parse_datestring(text: &str) -> Option<i64> {
+    parse_datestring_local(text).map(|parsed| parsed.micros)
+}
+
+/// A parsed date string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// PostgreSQL-epoch microseconds: the instant, when the string had an offset; else the
+    /// wall-clock time read as if in UTC (a date alone is its midnight).
+    pub micros: i64,
+    /// Whether the string carried its own offset (`Z` or `±HH[:MM]`).
+    pub has_offset: bool,
+}
+
+/// Parses a date string like [`parse_datestring`], and says whether it had an offset.
+pub fn parse_datestring_local(text: &str) -> Option<Parsed> {
+    let local = |micros: i128| {
+        pg_micros_from_unix(micros).map(|micros| Parsed {
+            micros,
+            has_offset: false,
+        })
+    };
     let mut c = Cursor {
         bytes: text.as_bytes(),
         at: 0,
@@ -228,7 +252,7 @@ pub fn parse_datestring(text: &str) -> Option<i64> {
         .num_days() as i128;
     let mut unix_micros = days * 86_400 * MICROS_PER_SECOND;
     if c.done() {
-        return pg_micros_from_unix(unix_micros);
+        return local(unix_micros);
     }
 
     if !c.eat(b"Tt ") {
@@ -254,13 +278,20 @@ pub fn parse_datestring(text: &str) -> Option<i64> {
     unix_micros += fraction_micros;
 
     match c.peek() {
-        None => {}
+        None => return local(unix_micros),
         Some(b'Z' | b'z') => c.at += 1,
         Some(sign @ (b'+' | b'-')) => {
             c.at += 1;
             let off_hour = c.digits(2)?;
-            c.eat(b":");
-            let off_minute = c.digits(2)?;
+            // minutes: after a colon, directly, or none at all (`+00`, as PostgreSQL writes)
+            let off_minute = match c.peek() {
+                None => 0,
+                Some(b':') => {
+                    c.at += 1;
+                    c.digits(2)?
+                }
+                Some(_) => c.digits(2)?,
+            };
             if off_hour > 23 || off_minute > 59 {
                 return None;
             }
@@ -273,7 +304,10 @@ pub fn parse_datestring(text: &str) -> Option<i64> {
     if !c.done() {
         return None;
     }
-    pg_micros_from_unix(unix_micros)
+    pg_micros_from_unix(unix_micros).map(|micros| Parsed {
+        micros,
+        has_offset: true,
+    })
 }
 
 /// Reads `1*DIGIT` as a fraction of a second in microseconds, rounded half up.
@@ -384,6 +418,24 @@ mod tests {
             ("2019-05-27T12:00:00+01:60", None),
             ("2019-05-27T12:00:00+1", None),
             ("2019-05-27T12:00:00+01:", None),
+            ("2019-05-27T12:00:00+013", None),
+            ("2019-05-27T12:00:00+01:3", None),
+            ("2019-05-27T12:00:00+01:300", None),
+            // hours-only offsets, as PostgreSQL's timestamptz output writes them
+            ("2026-11-23 10:36:13.123456+00", at("2026-11-23T10:36:13.123456Z")),
+            ("2026-11-23 02:36:13-08", at("2026-11-23T10:36:13Z")),
+            ("2026-11-23T16:06:13+05", at("2026-11-23T11:06:13Z")),
+            ("2026-11-23T12:00:00+24", None),
+            ("2026-11-23T12:00:00-", None),
+            // what common serializers write
+            ("2026-11-23T10:36:13.123456+00:00", at("2026-11-23T10:36:13.123456Z")), // to_jsonb(timestamptz), Python isoformat()
+            ("2026-11-23 10:36:13.123456+00:00", at("2026-11-23T10:36:13.123456Z")), // Python str(aware datetime)
+            ("2026-11-23 10:36:13.123456", at("2026-11-23T10:36:13.123456Z")),       // Python str(naive datetime)
+            ("2026-11-23T10:36:13", at("2026-11-23T10:36:13Z")),                     // Python isoformat(), whole seconds
+            ("2026-11-23T10:36:13.123Z", at("2026-11-23T10:36:13.123Z")),            // JavaScript toISOString()
+            ("2026-11-23T10:36:13.123456789Z", at("2026-11-23T10:36:13.123457Z")),   // Java Instant
+            ("2026-11-23T10:36Z", at("2026-11-23T10:36:00Z")),                       // Java Instant, whole minutes
+            ("2026-11-23T11:36:13.5+01:00", at("2026-11-23T10:36:13.5Z")),           // Java OffsetDateTime
             ("2019-05-27T12:00:00 +01:00", None),
             // whitespace is not trimmed
             (" 2019-05-27", None),
@@ -431,6 +483,30 @@ mod tests {
     fn year0() -> i64 {
         let d = NaiveDate::from_ymd_opt(0, 1, 1).unwrap();
         d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_micros() - UNIX_TO_PG_EPOCH_MICROS
+    }
+
+    #[test]
+    fn strings_without_offset_are_local() {
+        #[rustfmt::skip]
+        let cases: &[(&str, Option<(&str, bool)>)] = &[
+            ("2026-11-23", Some(("2026-11-23T00:00:00Z", false))),
+            ("2026-11-23 10:36:13.5", Some(("2026-11-23T10:36:13.5Z", false))),
+            ("2026-11-23T10:36", Some(("2026-11-23T10:36:00Z", false))),
+            ("2026-11-23T10:36:13Z", Some(("2026-11-23T10:36:13Z", true))),
+            ("2026-11-23T10:36:13z", Some(("2026-11-23T10:36:13Z", true))),
+            ("2026-11-23T10:36:13+00", Some(("2026-11-23T10:36:13Z", true))),
+            ("2026-11-23T10:36:13-05:00", Some(("2026-11-23T15:36:13Z", true))),
+            ("2026-11-23T10:36:13+0530", Some(("2026-11-23T05:06:13Z", true))),
+            ("2026-11-23T10:36:13 ", None),
+            ("2026-02-30T10:36:13", None),
+        ];
+        for &(text, expected) in cases {
+            let expected = expected.map(|(instant, has_offset)| Parsed {
+                micros: at(instant).unwrap(),
+                has_offset,
+            });
+            assert_eq!(parse_datestring_local(text), expected, "{text:?}");
+        }
     }
 
     #[test]
