@@ -149,3 +149,57 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text) IS
   'Changes expire_after of a TTL index (a catalog update) and the time zone a timestamp or date column is read in (rebuilds the index).';
+
+-- Real schemas: JSON strings without an offset may be read in a zone (Django's
+-- DjangoJSONEncoder with USE_TZ = False writes naive local times), and text columns hold dates.
+CREATE FUNCTION @extschema@."ttl_timestamp"(
+	"value" jsonb, /* JsonbRef */
+	"numeric_unit" TEXT, /* & str */
+	"time_zone" TEXT /* & str */
+) RETURNS timestamp with time zone /* Option < TimestampWithTimeZone > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_timestamp_in_zone_wrapper';
+
+CREATE FUNCTION @extschema@."ttl_text_timestamp"(
+	"value" TEXT /* & str */
+) RETURNS timestamp with time zone /* Option < TimestampWithTimeZone > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_text_timestamp_wrapper';
+
+CREATE FUNCTION @extschema@."ttl_text_timestamp"(
+	"value" TEXT, /* & str */
+	"time_zone" TEXT /* & str */
+) RETURNS timestamp with time zone /* Option < TimestampWithTimeZone > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_text_timestamp_in_zone_wrapper';
+
+-- ttl_timestamp now reads hours-only offsets (`+00`, `-08`, PostgreSQL's own timestamptz
+-- output) that 0.1.0 took for no date: rows holding them were left out of the partial TTL
+-- indexes and would never expire. Rebuild every TTL index over a JSON document, leaf by leaf
+-- (REINDEX of a partitioned index cannot run in the update's transaction): each takes a SHARE
+-- lock on its table while it builds, so writes wait, as long as a CREATE INDEX of that table.
+DO $$
+DECLARE
+    leaf regclass;
+BEGIN
+    FOR leaf IN
+        SELECT l.relid
+        FROM @extschema@.ttl_index t
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+        JOIN pg_catalog.pg_class i ON i.relname OPERATOR(pg_catalog.=) t.index_name
+                                  AND i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+        JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid
+                                      AND a.attname OPERATOR(pg_catalog.=) t.column_name
+        CROSS JOIN LATERAL (
+            SELECT p.relid FROM pg_catalog.pg_partition_tree(i.oid) p WHERE p.isleaf
+            UNION ALL
+            SELECT i.oid::pg_catalog.regclass WHERE i.relkind OPERATOR(pg_catalog.=) 'i') l(relid)
+        WHERE a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.jsonb'::pg_catalog.regtype
+    LOOP
+        EXECUTE pg_catalog.format('REINDEX INDEX %s', leaf);
+    END LOOP;
+END
+$$;

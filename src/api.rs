@@ -210,17 +210,7 @@ fn warn_unless_preloaded() {
 fn column_time_zone(time_zone: Option<&str>) -> String {
     match time_zone {
         Some(zone) => {
-            let accepted = std::ffi::CString::new(zone).ok().is_some_and(|name| unsafe {
-                let tz = pgrx::pg_sys::pg_tzset(name.as_ptr());
-                !tz.is_null() && pgrx::pg_sys::pg_tz_acceptable(tz)
-            });
-            if !accepted {
-                raise(
-                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                    format!("time zone {zone:?} not recognized"),
-                    "Pass a name from pg_timezone_names, such as 'America/New_York' or 'UTC'.",
-                );
-            }
+            crate::functions::time_zone_arg(zone); // raises on an unknown zone
             zone.to_string()
         }
         None => unsafe {
@@ -233,23 +223,31 @@ fn column_time_zone(time_zone: Option<&str>) -> String {
     }
 }
 
-/// The zone stored with a TTL index on `kind`: a `timestamp` or `date` column is read in one
-/// (see [`catalog::reference_expr`]); the other kinds hold absolute times and take none.
+/// The zone stored with a TTL index on `kind` (see [`catalog::reference_expr`]): a `timestamp`
+/// or `date` column is always read in one; JSON strings without an offset are read as UTC
+/// unless a zone is given; the other kinds hold absolute times and take none.
 fn index_time_zone(kind: ColumnKind, time_zone: Option<&str>) -> Option<String> {
     match kind {
         ColumnKind::Timestamp | ColumnKind::Date => Some(column_time_zone(time_zone)),
+        ColumnKind::Jsonb | ColumnKind::Json | ColumnKind::Text => {
+            time_zone.map(|zone| column_time_zone(Some(zone)))
+        }
         _ => {
             if time_zone.is_some() {
                 raise(
                     PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-                    "time_zone applies to a timestamp or date column only",
-                    "A timestamptz or numeric column and JSON numbers are absolute times; JSON \
-                     strings without an offset are read as UTC.",
+                    "time_zone applies to a timestamp or date column, or to JSON strings",
+                    "A timestamptz or numeric column holds absolute times.",
                 );
             }
             None
         }
     }
+}
+
+/// Two zones of a TTL index mean the same reading (`None` is UTC).
+fn same_zone(a: Option<&str>, b: Option<&str>) -> bool {
+    a.unwrap_or("UTC") == b.unwrap_or("UTC")
 }
 
 /// `ttl_index_create` as 0.1.0's SQL calls it (no time_zone): the 0.2.0 library serves it
@@ -298,7 +296,7 @@ fn ttl_index_create_in_zone(
         let same = current.resolved == resolved
             && current.unit == unit
             && current.expire_after.as_micros() == expire_after.as_micros()
-            && zone.as_ref().is_none_or(|zone| *zone == current.time_zone);
+            && same_zone(zone.as_deref(), current.time_zone.as_deref());
         if same {
             return false;
         }
@@ -318,9 +316,8 @@ fn ttl_index_create_in_zone(
     }
 
     let index_name = choose_index_name(&table);
-    let reference =
-        catalog::reference_expr(&ext, &resolved, unit, zone.as_deref().unwrap_or("UTC"))
-            .expect("path resolution accepts only columns that hold a time");
+    let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
+        .expect("path resolution accepts only columns that hold a time");
     // A partitioned table's index covers every partition, now and future; a plain table's
     // stays off legacy inheritance children, which are not part of this TTL index.
     let only = if table.partitioned { "" } else { "ONLY" };
@@ -399,10 +396,10 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     let Some(zone) = index_time_zone(current.resolved.kind, Some(time_zone)) else {
         unreachable!("index_time_zone raises for a kind without a zone")
     };
-    if zone == current.time_zone {
+    if current.time_zone.as_deref() == Some(zone.as_str()) {
         return;
     }
-    let reference = catalog::reference_expr(&ext, &current.resolved, current.unit, &zone)
+    let reference = catalog::reference_expr(&ext, &current.resolved, current.unit, Some(&zone))
         .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
     let building = choose_index_name(&table);
     let only = if table.partitioned { "" } else { "ONLY" };
@@ -525,7 +522,8 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
         .into_iter()
         .find(|index| index.table == target && !index.foreign)?;
     let reference =
-        catalog::reference_expr(&ext, &index.resolved, index.unit, &index.time_zone).ok()?;
+        catalog::reference_expr(&ext, &index.resolved, index.unit, index.time_zone.as_deref())
+            .ok()?;
     let sql = format!(
         "SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         index.qualified_table,

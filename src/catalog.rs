@@ -28,8 +28,9 @@ pub struct TtlIndex {
     pub expire_after: Interval,
     pub unit: NumericUnit,
     pub index_name: String,
-    /// The zone a `timestamp` or `date` column is read in (see [`reference_expr`]).
-    pub time_zone: String,
+    /// The zone a `timestamp` or `date` column, or a JSON string without an offset, is read
+    /// in; `None` means UTC (see [`reference_expr`]).
+    pub time_zone: Option<String>,
     /// A foreign table (a partition of a partitioned table): never deleted from, since its
     /// rows live behind a foreign data wrapper.
     pub foreign: bool,
@@ -56,6 +57,8 @@ pub fn extension_schema() -> String {
 pub fn kind_of_type(type_oid: Oid) -> ColumnKind {
     match type_oid {
         pg_sys::JSONBOID => ColumnKind::Jsonb,
+        pg_sys::JSONOID => ColumnKind::Json,
+        pg_sys::TEXTOID | pg_sys::VARCHAROID | pg_sys::BPCHAROID => ColumnKind::Text,
         pg_sys::TIMESTAMPTZOID => ColumnKind::Timestamptz,
         pg_sys::TIMESTAMPOID => ColumnKind::Timestamp,
         pg_sys::DATEOID => ColumnKind::Date,
@@ -103,30 +106,48 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 /// default the TimeZone of the session that created it, which is how PostgreSQL itself compares
 /// that column with `now()` there); a `date` column is midnight in that zone. `AT TIME ZONE`
 /// with a constant zone is IMMUTABLE (`timezone(text, timestamp)`), so it can key an index, and
-/// it reads gaps and overlaps of daylight saving time as PostgreSQL does everywhere else.
+/// it reads gaps and overlaps of daylight saving time as PostgreSQL does everywhere else. In a
+/// JSON document, strings without an offset are read as UTC, or in `time_zone` when the index
+/// has one (the three-argument `ttl_timestamp`). `None` is UTC.
 pub fn reference_expr(
     ext_schema: &str,
     resolved: &Resolved,
     unit: NumericUnit,
-    time_zone: &str,
+    time_zone: Option<&str>,
 ) -> Result<String, String> {
     let column = quote_identifier(&resolved.column);
-    let zone = quote_literal(time_zone);
+    let zone = quote_literal(time_zone.unwrap_or("UTC"));
     Ok(match resolved.kind {
-        ColumnKind::Jsonb => {
-            let value = resolved.json_path.iter().fold(column, |value, key| {
+        ColumnKind::Jsonb | ColumnKind::Json => {
+            // json → jsonb is an I/O conversion of IMMUTABLE functions: it can key an index
+            let document = match resolved.kind {
+                ColumnKind::Json => format!("({column})::pg_catalog.jsonb"),
+                _ => column,
+            };
+            let value = resolved.json_path.iter().fold(document, |value, key| {
                 format!(
                     "({value} OPERATOR(pg_catalog.->) {}::pg_catalog.text)",
                     quote_literal(key)
                 )
             });
-            match unit {
-                NumericUnit::Seconds => format!("{ext_schema}.ttl_timestamp({value})"),
-                NumericUnit::Milliseconds => {
+            match (unit, time_zone) {
+                (NumericUnit::Seconds, None) => format!("{ext_schema}.ttl_timestamp({value})"),
+                (NumericUnit::Milliseconds, None) => {
                     format!("{ext_schema}.ttl_timestamp({value}, 'ms'::pg_catalog.text)")
                 }
+                (unit, Some(_)) => format!(
+                    "{ext_schema}.ttl_timestamp({value}, '{}'::pg_catalog.text, \
+                     {zone}::pg_catalog.text)",
+                    unit.name()
+                ),
             }
         }
+        ColumnKind::Text => match time_zone {
+            None => format!("{ext_schema}.ttl_text_timestamp(({column})::pg_catalog.text)"),
+            Some(_) => format!(
+                "{ext_schema}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)"
+            ),
+        },
         ColumnKind::Timestamptz => column,
         // AT TIME ZONE always calls pg_catalog.timezone()
         ColumnKind::Timestamp => format!("({column} AT TIME ZONE {zone}::pg_catalog.text)"),
@@ -205,8 +226,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
                 t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
-                coalesce(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
-                         'UTC'::pg_catalog.text) \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -246,7 +266,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     root: oid(12),
                     attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
                     foreign: text(14) == "f",
-                    time_zone: text(15),
+                    time_zone: row.get::<String>(15).ok().flatten(),
                 }
             })
             .collect()

@@ -4,7 +4,7 @@
 //! they can key an expression index. Only a bad `numeric_unit` argument raises.
 
 use crate::error::raise;
-use crate::jsonb_scalar::JsonbRef;
+use crate::jsonb_scalar::{JsonbRef, LocalTimes, Reading};
 use crate::parse::{self, NumericUnit};
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
@@ -23,6 +23,60 @@ fn ttl_timestamp(value: JsonbRef) -> Option<TimestampWithTimeZone> {
 #[pg_extern(immutable, strict, parallel_safe, name = "ttl_timestamp")]
 fn ttl_timestamp_unit(value: JsonbRef, numeric_unit: &str) -> Option<TimestampWithTimeZone> {
     to_timestamptz(value.reference_time(numeric_unit_arg(numeric_unit)))
+}
+
+/// The point in time a jsonb value holds, with strings without an offset read in `time_zone`
+/// (a name PostgreSQL's time zone library accepts) instead of UTC: for documents whose writer
+/// put naive local times there (Django's DjangoJSONEncoder with USE_TZ = False). JSON numbers
+/// are in `numeric_unit`.
+#[pg_extern(immutable, strict, parallel_safe, name = "ttl_timestamp")]
+fn ttl_timestamp_in_zone(
+    value: JsonbRef,
+    numeric_unit: &str,
+    time_zone: &str,
+) -> Option<TimestampWithTimeZone> {
+    let reading = Reading {
+        unit: numeric_unit_arg(numeric_unit),
+        local: LocalTimes::In(time_zone_arg(time_zone)),
+    };
+    to_timestamptz(value.reference_time_in(reading))
+}
+
+/// The point in time a string holds, read with the date-string grammar of `ttl_timestamp`
+/// (a `text` column's reference time); strings without an offset are UTC.
+#[pg_extern(immutable, strict, parallel_safe, name = "ttl_text_timestamp")]
+fn ttl_text_timestamp(value: &str) -> Option<TimestampWithTimeZone> {
+    to_timestamptz(parse::parse_datestring(value))
+}
+
+/// The point in time a string holds, with a string without an offset read in `time_zone`.
+#[pg_extern(immutable, strict, parallel_safe, name = "ttl_text_timestamp")]
+fn ttl_text_timestamp_in_zone(value: &str, time_zone: &str) -> Option<TimestampWithTimeZone> {
+    let reading = Reading {
+        unit: NumericUnit::Seconds,
+        local: LocalTimes::In(time_zone_arg(time_zone)),
+    };
+    to_timestamptz(reading.date_string(value))
+}
+
+/// Reads a `time_zone` argument as a `text` datum, raising 22023 with a HINT on a name
+/// PostgreSQL's time zone library does not know.
+pub fn time_zone_arg(name: &str) -> pgrx::pg_sys::Datum {
+    let accepted = std::ffi::CString::new(name).ok().is_some_and(|zone| unsafe {
+        let tz = pgrx::pg_sys::pg_tzset(zone.as_ptr());
+        !tz.is_null() && pgrx::pg_sys::pg_tz_acceptable(tz)
+    });
+    if !accepted {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("time zone {name:?} not recognized"),
+            "Pass a name from pg_timezone_names, such as 'America/New_York' or 'UTC'.",
+        );
+    }
+    let text = unsafe {
+        pgrx::pg_sys::cstring_to_text_with_len(name.as_ptr().cast(), name.len() as i32)
+    };
+    pgrx::pg_sys::Datum::from(text)
 }
 
 /// Reads a `numeric_unit` argument, raising 22023 with a HINT on anything else.

@@ -36,10 +36,71 @@ unsafe impl<'fcx> pgrx::callconv::ArgAbi<'fcx> for JsonbRef {
 pgrx::impl_sql_translatable!(JsonbRef, arg_only = "jsonb");
 
 impl JsonbRef {
-    /// The reference time of this value in PostgreSQL-epoch microseconds, or `None`.
+    /// The reference time of this value in PostgreSQL-epoch microseconds, or `None`; strings
+    /// without an offset are read as UTC.
     pub fn reference_time(&self, unit: NumericUnit) -> Option<i64> {
+        self.reference_time_in(Reading {
+            unit,
+            local: LocalTimes::Utc,
+        })
+    }
+
+    /// The reference time of this value, as `reading` says.
+    pub fn reference_time_in(&self, reading: Reading) -> Option<i64> {
         // SAFETY: the pointer is a detoasted jsonb datum valid for this call.
-        unsafe { container_time(&raw mut (*self.0).root, unit) }
+        unsafe { container_time(&raw mut (*self.0).root, reading) }
+    }
+}
+
+unsafe extern "C-unwind" {
+    /// `timezone(text, timestamp)`, the C function itself (pgrx binds it as a Rust wrapper).
+    fn timestamp_zone(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+}
+
+/// How strings without an offset are read.
+#[derive(Clone, Copy)]
+pub enum LocalTimes {
+    /// As UTC (ArangoDB's rule, the default).
+    Utc,
+    /// In a time zone, given as a `text` datum, through PostgreSQL's own `timezone(text,
+    /// timestamp)` (`AT TIME ZONE`): IMMUTABLE, and daylight saving gaps and overlaps read as
+    /// PostgreSQL reads them everywhere.
+    In(pg_sys::Datum),
+}
+
+/// How a JSON value is read: the unit of numbers, and the zone of strings without an offset.
+#[derive(Clone, Copy)]
+pub struct Reading {
+    pub unit: NumericUnit,
+    pub local: LocalTimes,
+}
+
+impl Reading {
+    /// The instant of a parsed date string.
+    fn instant(self, parsed: parse::Parsed) -> Option<i64> {
+        match self.local {
+            _ if parsed.has_offset => Some(parsed.micros),
+            LocalTimes::Utc => Some(parsed.micros),
+            LocalTimes::In(zone) => {
+                // SAFETY: timestamp_zone takes (text, timestamp) and returns a timestamptz; the
+                // parser's range (years 0000–9999) stays far inside PostgreSQL's, so the
+                // conversion cannot fail for lack of range.
+                let instant = unsafe {
+                    pg_sys::DirectFunctionCall2Coll(
+                        Some(timestamp_zone),
+                        pg_sys::InvalidOid,
+                        zone,
+                        pg_sys::Datum::from(parsed.micros),
+                    )
+                };
+                Some(instant.value() as i64)
+            }
+        }
+    }
+
+    /// A date string's instant, or `None`.
+    pub fn date_string(self, text: &str) -> Option<i64> {
+        self.instant(parse::parse_datestring_local(text)?)
     }
 }
 
@@ -48,7 +109,7 @@ const fn header_flags(header: u32) -> u32 {
 }
 
 /// Top level: a scalar, an array (earliest element wins), or a `$date` object.
-unsafe fn container_time(container: *mut pg_sys::JsonbContainer, unit: NumericUnit) -> Option<i64> {
+unsafe fn container_time(container: *mut pg_sys::JsonbContainer, reading: Reading) -> Option<i64> {
     let header = unsafe { (*container).header };
     let flags = header_flags(header);
     if flags & pg_sys::JB_FSCALAR != 0 {
@@ -56,7 +117,7 @@ unsafe fn container_time(container: *mut pg_sys::JsonbContainer, unit: NumericUn
         if !unsafe { pg_sys::JsonbExtractScalar(container, value.as_mut_ptr()) } {
             return None;
         }
-        return unsafe { scalar_time(value.as_ptr(), unit) };
+        return unsafe { scalar_time(value.as_ptr(), reading) };
     }
     if flags & pg_sys::JB_FARRAY != 0 {
         let count = header & pg_sys::JB_CMASK;
@@ -66,7 +127,7 @@ unsafe fn container_time(container: *mut pg_sys::JsonbContainer, unit: NumericUn
             if element.is_null() {
                 continue;
             }
-            let time = unsafe { element_time(element, unit) };
+            let time = unsafe { element_time(element, reading) };
             unsafe { pg_sys::pfree(element.cast()) };
             earliest = match (earliest, time) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -76,29 +137,29 @@ unsafe fn container_time(container: *mut pg_sys::JsonbContainer, unit: NumericUn
         return earliest;
     }
     if flags & pg_sys::JB_FOBJECT != 0 {
-        return unsafe { date_object_time(container) };
+        return unsafe { date_object_time(container, reading) };
     }
     None
 }
 
 /// An array element: a scalar or a `$date` object (nested arrays are not dates).
-unsafe fn element_time(value: *const pg_sys::JsonbValue, unit: NumericUnit) -> Option<i64> {
+unsafe fn element_time(value: *const pg_sys::JsonbValue, reading: Reading) -> Option<i64> {
     if unsafe { (*value).type_ } == pg_sys::jbvType::jbvBinary {
         let inner = unsafe { (*value).val.binary.data };
         let flags = header_flags(unsafe { (*inner).header });
         if flags & pg_sys::JB_FOBJECT != 0 {
-            return unsafe { date_object_time(inner) };
+            return unsafe { date_object_time(inner, reading) };
         }
         return None;
     }
-    unsafe { scalar_time(value, unit) }
+    unsafe { scalar_time(value, reading) }
 }
 
 /// A string is a date string; a number is a Unix time in `unit`; anything else is no time.
-unsafe fn scalar_time(value: *const pg_sys::JsonbValue, unit: NumericUnit) -> Option<i64> {
+unsafe fn scalar_time(value: *const pg_sys::JsonbValue, reading: Reading) -> Option<i64> {
     match unsafe { (*value).type_ } {
-        pg_sys::jbvType::jbvString => parse::parse_datestring(unsafe { string_of(value) }?),
-        pg_sys::jbvType::jbvNumeric => unsafe { numeric_time((*value).val.numeric, unit) },
+        pg_sys::jbvType::jbvString => reading.date_string(unsafe { string_of(value) }?),
+        pg_sys::jbvType::jbvNumeric => unsafe { numeric_time((*value).val.numeric, reading.unit) },
         _ => None,
     }
 }
@@ -143,14 +204,14 @@ unsafe fn object_get(
 
 /// MongoDB Extended JSON: `{"$date": "<ISO-8601>"}`, `{"$date": <ms>}` or
 /// `{"$date": {"$numberLong": "<ms>"}}`; the object must hold that one key only.
-unsafe fn date_object_time(container: *mut pg_sys::JsonbContainer) -> Option<i64> {
+unsafe fn date_object_time(container: *mut pg_sys::JsonbContainer, reading: Reading) -> Option<i64> {
     if unsafe { (*container).header } & pg_sys::JB_CMASK != 1 {
         return None;
     }
     let date = unsafe { object_get(container, "$date") }?;
     let ms = NumericUnit::Milliseconds;
     match unsafe { (*date).type_ } {
-        pg_sys::jbvType::jbvString => parse::parse_datestring(unsafe { string_of(date) }?),
+        pg_sys::jbvType::jbvString => reading.date_string(unsafe { string_of(date) }?),
         pg_sys::jbvType::jbvNumeric => unsafe { numeric_time((*date).val.numeric, ms) },
         pg_sys::jbvType::jbvBinary => {
             let inner = unsafe { (*date).val.binary.data };

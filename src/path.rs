@@ -2,14 +2,18 @@
 //!
 //! `path` is a dotted attribute path; a segment holding a dot (or a double quote) is written in
 //! double quotes, with `""` for a quote inside: `doc."a.b".c`. Its first segment may name a
-//! column: a jsonb column (the rest is the path inside it), or a timestamptz / timestamp / date
-//! / numeric column (nothing may follow). Otherwise the table must have exactly one jsonb column
-//! and the whole path is inside it.
+//! column: a jsonb or json column (the rest is the path inside it), or a timestamptz /
+//! timestamp / date / numeric / text column (nothing may follow). Otherwise the table must have
+//! exactly one jsonb column and the whole path is inside it.
 
 /// What a column can be to a TTL index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColumnKind {
     Jsonb,
+    /// A `json` column: read as jsonb.
+    Json,
+    /// A `text`, `varchar` or `char` column: read with the string grammar.
+    Text,
     Timestamptz,
     Timestamp,
     Date,
@@ -144,7 +148,7 @@ pub fn resolve(path: &str, columns: &[Column]) -> Result<Resolved, PathError> {
     if let Some(column) = columns.iter().find(|c| c.name == segments[0]) {
         let rest = segments[1..].to_vec();
         return match column.kind {
-            ColumnKind::Jsonb => Ok(Resolved {
+            ColumnKind::Jsonb | ColumnKind::Json => Ok(Resolved {
                 column: column.name.clone(),
                 kind: column.kind,
                 json_path: rest,
@@ -155,7 +159,7 @@ pub fn resolve(path: &str, columns: &[Column]) -> Result<Resolved, PathError> {
                     "column \"{}\" has type {}, which cannot hold a point in time",
                     column.name, column.type_name
                 ),
-                "Use a jsonb column (with a path inside it), or a timestamptz, timestamp, date or numeric column.",
+                "Use a jsonb or json column (with a path inside it), or a timestamptz, timestamp, date, numeric or text column.",
             )),
             _ if !rest.is_empty() => Err(error(
                 PathErrorKind::WrongType,
@@ -163,7 +167,7 @@ pub fn resolve(path: &str, columns: &[Column]) -> Result<Resolved, PathError> {
                     "column \"{}\" has type {}; nothing can follow it in the path",
                     column.name, column.type_name
                 ),
-                "Only a jsonb column can be followed by a path inside it.",
+                "Only a jsonb or json column can be followed by a path inside it.",
             )),
             kind => Ok(Resolved {
                 column: column.name.clone(),
@@ -188,7 +192,7 @@ pub fn resolve(path: &str, columns: &[Column]) -> Result<Resolved, PathError> {
                 "\"{}\" is not a column of the table, and the table has no jsonb column",
                 segments[0]
             ),
-            "Name a timestamptz, timestamp, date or numeric column, or add a jsonb column.",
+            "Name a json, timestamptz, timestamp, date, numeric or text column, or add a jsonb column.",
         )),
         _ => Err(error(
             PathErrorKind::Ambiguous,

@@ -24,7 +24,15 @@ empty() { [ "$(q updated -c "SELECT count(*) FROM events")" = 0 ]; }
 wait_for "the 0.2.0 library's worker purges a 0.1.0 database" 5 empty
 expect_eq "0.1.0 is what is installed there" 0.1.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
 
+# The 0.1.0 library took an hours-only offset (`+00`, PostgreSQL's timestamptz output) for no
+# date, so its TTL indexes over JSON lack such rows: the update rebuilds them (a new
+# relfilenode), and leaves indexes over timestamp columns alone.
+files="SELECT string_agg(c.relname || ':' || c.relfilenode, ' ' ORDER BY c.relname) FROM pg_class c WHERE c.relname IN ('events_ttl_idx', 'visits_ttl_idx')"
+before=$(q updated -c "$files")
 q updated -c "ALTER EXTENSION jsonb_ttl UPDATE"
+after=$(q updated -c "$files")
+expect_eq "the update rebuilt the TTL index over JSON, not the one over a timestamp column" "events_ttl_idx changed, visits_ttl_idx kept" \
+  "events_ttl_idx $([ "${before%% *}" != "${after%% *}" ] && echo changed || echo kept), visits_ttl_idx $([ "${before##* }" = "${after##* }" ] && echo kept || echo changed)"
 expect_eq "the update reaches the default version" 0.2.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
 
 # Every member object of the extension, described by what a user or an attacker can observe.
@@ -68,6 +76,8 @@ expect_eq "the TTL indexes survived the update" "events_ttl_idx visits_ttl_idx" 
 expect_eq "an updated timestamp column's index keeps reading UTC (time_zone NULL), no rebuild" "t|" \
   "$(visits_index)|$(q updated -c "SELECT time_zone FROM ttl_indexes WHERE table_name = 'visits'::regclass")"
 
+q updated -c "INSERT INTO events (doc) VALUES ('{\"at\": \"2019-01-01 10:00:00+00\"}')"
+wait_for "a date with an hours-only offset expires" 5 empty
 q updated -c "INSERT INTO events (doc) SELECT jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 100)"
 wait_for "the worker purges after the update" 5 empty
 finish
