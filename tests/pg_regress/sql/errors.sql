@@ -23,7 +23,7 @@ CREATE FOREIGN TABLE docs_foreign (doc jsonb) SERVER ttl_dummy_server;
 CREATE TEMPORARY TABLE docs_temp (doc jsonb);
 CREATE TABLE docs_partitioned (id int, doc jsonb) PARTITION BY RANGE (id);
 CREATE TABLE two_jsonb (a jsonb, b jsonb);
-CREATE TABLE no_jsonb (id int, note text);
+CREATE TABLE no_jsonb (id int, note text, flag boolean);
 
 \x on
 SELECT c.statement, a.*
@@ -43,7 +43,7 @@ FROM (VALUES
   ($$SELECT ttl_index_create('docs', 'doc..ts', interval '1 day')$$),
   ($$SELECT ttl_index_create('docs', 'doc."ts', interval '1 day')$$),
   ($$SELECT ttl_index_create('docs', 'id.x', interval '1 day')$$),
-  ($$SELECT ttl_index_create('no_jsonb', 'note', interval '1 day')$$),
+  ($$SELECT ttl_index_create('no_jsonb', 'flag', interval '1 day')$$),
   ($$SELECT ttl_index_create('no_jsonb', 'creationDate', interval '1 day')$$),
   ($$SELECT ttl_index_create('two_jsonb', 'creationDate', interval '1 day')$$),
   -- expire_after

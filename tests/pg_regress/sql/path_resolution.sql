@@ -35,8 +35,8 @@ SELECT * FROM ttl_index_create('nested', 'body."a.b', interval '1 day');
 SELECT * FROM ttl_index_create('nested', 'body."a"b', interval '1 day');
 
 -- A column of a type that cannot hold a point in time, or a path after a plain column
-CREATE TABLE typed (id int, note text, at timestamptz, doc jsonb);
-SELECT * FROM ttl_index_create('typed', 'note', interval '1 day');
+CREATE TABLE typed (id int, tags text[], at timestamptz, doc jsonb);
+SELECT * FROM ttl_index_create('typed', 'tags', interval '1 day');
 SELECT * FROM ttl_index_create('typed', 'at.x', interval '1 day');
 
 -- No jsonb column to look in

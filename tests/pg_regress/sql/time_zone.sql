@@ -57,6 +57,5 @@ FROM (VALUES (timestamp '2026-03-08 01:59:59'), (timestamp '2026-03-08 02:30'),
 SELECT ttl_index_alter('coupons', time_zone => 'Mars/Olympus_Mons');
 SELECT ttl_index_alter('coupons');
 CREATE TABLE events (id int, doc jsonb, at timestamptz);
-SELECT ttl_index_create('events', 'doc.at', 0, time_zone => 'UTC');
 SELECT ttl_index_create('events', 'at', 0, time_zone => 'UTC');
 DROP TABLE web_sessions, coupons, events;
