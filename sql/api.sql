@@ -168,11 +168,13 @@ SELECT l.relid::regclass                        AS table_name,
        @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
        t.table_oid                              AS ttl_table,
        CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
-       END                                      AS skipped
+       END                                      AS skipped,
+       coalesce(u.rows_undeletable, 0)          AS rows_undeletable
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
 JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid;
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
+LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
 GRANT SELECT ON ttl_stats TO PUBLIC;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.

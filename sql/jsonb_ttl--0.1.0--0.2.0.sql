@@ -24,7 +24,16 @@ REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
 
--- ttl_stats: foreign partitions are skipped, and say so.
+-- ttl_stats: foreign partitions are skipped, and say so; rows the worker cannot delete are set
+-- aside and counted.
+CREATE FUNCTION @extschema@."_ttl_undeletable"() RETURNS TABLE (
+	"table_oid" oid,  /* pg_sys :: Oid */
+	"rows_undeletable" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_undeletable_wrapper';
 CREATE OR REPLACE VIEW @extschema@.ttl_stats AS
 SELECT l.relid::regclass                        AS table_name,
        coalesce(s.runs, 0)                      AS runs,
@@ -37,11 +46,13 @@ SELECT l.relid::regclass                        AS table_name,
        @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
        t.table_oid                              AS ttl_table,
        CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
-       END                                      AS skipped
+       END                                      AS skipped,
+       coalesce(u.rows_undeletable, 0)          AS rows_undeletable
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
 JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid;
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
+LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
 GRANT SELECT ON @extschema@.ttl_stats TO PUBLIC;
 
 -- Real schemas: a timestamp or date column is read in a time zone stored with the TTL index

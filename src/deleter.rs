@@ -7,6 +7,7 @@
 //! WHERE ctid = ANY (ARRAY(
 //!         SELECT ctid FROM ONLY tbl
 //!         WHERE <reference> < now() - $1      -- through the TTL index, oldest first
+//!           AND ctid <> ALL ($3)              -- rows set aside (they cannot be deleted)
 //!         ORDER BY <reference> LIMIT $2
 //!         FOR UPDATE SKIP LOCKED))            -- rows busy elsewhere are left for later
 //!   AND <reference> < now() - $1              -- re-checked on the row version deleted
@@ -28,6 +29,7 @@
 
 use crate::catalog::{self, TtlIndex};
 use crate::owner;
+use crate::txn::{in_subtransaction, Failure};
 use pgrx::datum::Interval;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -72,11 +74,17 @@ pub struct Outcome {
     pub deleted: u64,
 }
 
-/// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere.
-fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = catalog::reference_expr(ext_schema, &index.resolved, index.unit, index.time_zone.as_deref())?;
+/// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere
+/// and the rows set aside because they cannot be deleted (`$3 tid[]`).
+pub fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    let reference = catalog::reference_expr(
+        ext_schema,
+        &index.resolved,
+        index.unit,
+        index.time_zone.as_deref(),
+    )?;
     Ok(format!(
-        "SELECT ctid FROM ONLY {} WHERE {} \
+        "SELECT ctid FROM ONLY {} WHERE {} AND ctid OPERATOR(pg_catalog.<>) ALL ($3) \
          ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
         catalog::expired_condition(&reference)
@@ -103,8 +111,104 @@ pub fn pick_count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, Stri
     ))
 }
 
-/// The parameter types of both statements: expire_after, limit.
-pub const BATCH_ARGS: [PgBuiltInOids; 2] = [PgBuiltInOids::INTERVALOID, PgBuiltInOids::INT8OID];
+/// The parameter types of the batch statements and of the pick: expire_after, limit, the rows
+/// set aside.
+pub const BATCH_ARGS: [PgBuiltInOids; 3] = [
+    PgBuiltInOids::INTERVALOID,
+    PgBuiltInOids::INT8OID,
+    PgBuiltInOids::TIDARRAYOID,
+];
+
+/// The DELETE of given rows, still expired (parameters: `$1 interval` expire_after, `$2 tid[]`
+/// the rows): how a failed batch is retried in parts (see [`delete_in_parts`]).
+pub fn delete_rows_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    let reference = catalog::reference_expr(
+        ext_schema,
+        &index.resolved,
+        index.unit,
+        index.time_zone.as_deref(),
+    )?;
+    Ok(format!(
+        "DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
+        index.qualified_table,
+        catalog::expired_condition(&reference)
+    ))
+}
+
+/// What [`delete_in_parts`] did.
+#[derive(Default, Debug)]
+pub struct Parts {
+    pub deleted: u64,
+    /// Rows whose DELETE fails on its own, with the error.
+    pub undeletable: Vec<(pg_sys::ItemPointerData, Failure)>,
+}
+
+/// Deletes `rows` (picked and locked by this transaction), each part in a subtransaction: a
+/// part whose DELETE fails (a trigger raises, a foreign key restricts) is halved and tried
+/// again, down to single rows, which are reported as undeletable. One row that can never be
+/// deleted costs about 2·log2(batch) subtransactions and keeps no other row.
+pub fn delete_in_parts(
+    delete_rows: &str,
+    expire_after: Interval,
+    rows: &[pg_sys::ItemPointerData],
+) -> Parts {
+    let mut parts = Parts::default();
+    let mut pending: Vec<&[pg_sys::ItemPointerData]> = vec![rows];
+    while let Some(part) = pending.pop() {
+        if part.is_empty() {
+            continue;
+        }
+        let attempt = in_subtransaction(|| {
+            Spi::connect_mut(|client| {
+                client
+                    .update(
+                        delete_rows,
+                        None,
+                        &[expire_after.into(), part.to_vec().into()],
+                    )
+                    .map(|done| done.len() as u64)
+            })
+            .unwrap_or_else(|e| error!("{e}"))
+        });
+        match attempt {
+            Ok(deleted) => parts.deleted += deleted,
+            Err(failure) if part.len() == 1 => parts.undeletable.push((part[0], failure)),
+            Err(_) => {
+                let (head, tail) = part.split_at(part.len() / 2);
+                pending.push(tail);
+                pending.push(head);
+            }
+        }
+    }
+    parts
+}
+
+/// The deferrable foreign keys that reference `table` (or a partitioned table it belongs to),
+/// qualified and quoted for `SET CONSTRAINTS`, or `None`. Django declares every foreign key
+/// `DEFERRABLE INITIALLY DEFERRED`; a deferred check cannot be queued inside the
+/// security-restricted operation a batch runs in, so a batch makes those checks immediate
+/// first: a violation then belongs to a row, at the end of the DELETE, not to the commit.
+pub fn deferrable_references(table: pg_sys::Oid) -> Option<String> {
+    Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%I.%I', n.nspname, c.conname), ', ') \
+         FROM pg_catalog.pg_constraint c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.connamespace \
+         WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.condeferrable \
+           AND c.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                 SELECT $1 UNION SELECT a.relid::pg_catalog.oid \
+                 FROM pg_catalog.pg_partition_ancestors($1) a))",
+        &[table.into()],
+    )
+    .ok()
+    .flatten()
+}
+
+/// Makes the foreign key checks [`deferrable_references`] found immediate for the rest of the
+/// current transaction.
+pub fn check_references_now(constraints: &str) {
+    Spi::run(&format!("SET CONSTRAINTS {constraints} IMMEDIATE"))
+        .unwrap_or_else(|e| error!("jsonb_ttl: SET CONSTRAINTS {constraints} IMMEDIATE: {e}"));
+}
 
 /// Runs one batch for at most `limit` rows: the batch statement `delete`, after `pick_count`
 /// for a counting batch (both prepared from the functions above).
@@ -114,8 +218,9 @@ pub fn run_batch<'conn>(
     pick_count: Option<&PreparedStatement<'conn>>,
     expire_after: Interval,
     limit: i64,
+    set_aside: &[pg_sys::ItemPointerData],
 ) -> SpiResult<Outcome> {
-    let args = || [expire_after.into(), limit.into()];
+    let args = || [expire_after.into(), limit.into(), set_aside.to_vec().into()];
     let picked = match pick_count {
         // FOR UPDATE: not a read-only statement
         Some(statement) => Some(
@@ -231,6 +336,11 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
     ) else {
         return 0;
     };
+    // Django's deferrable foreign keys: checked at the end of each DELETE (they stay immediate
+    // for the rest of the caller's transaction; the caller's other deferred checks are left alone)
+    if let Some(constraints) = deferrable_references(index.table) {
+        check_references_now(&constraints);
+    }
     owner::as_table_owner(owner, &INDEX_PLANS, || {
         Spi::connect_mut(|client| {
             let prepare = |sql: Result<String, String>| {
@@ -252,7 +362,7 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
             while (removed as i64) < max_rows {
                 let limit = size.min(max_rows - removed as i64);
                 let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
-                let outcome = run_batch(client, &delete, counting, index.expire_after, limit)
+                let outcome = run_batch(client, &delete, counting, index.expire_after, limit, &[])
                     .unwrap_or_else(|e| {
                         error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
                     });

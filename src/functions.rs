@@ -250,14 +250,16 @@ mod tests {
 
     #[pg_test]
     fn declared_immutable_strict_parallel_safe() {
-        let bad = Spi::get_one::<i64>(
-            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp') \
-             AND NOT (provolatile = 'i' AND proisstrict AND proparallel = 's')",
-        );
+        let parsers = "('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp', 'ttl_text_timestamp')";
+        let bad = Spi::get_one::<i64>(&format!(
+            "SELECT count(*) FROM pg_proc WHERE proname IN {parsers} \
+             AND NOT (provolatile = 'i' AND proisstrict AND proparallel = 's')"
+        ));
         assert_eq!(bad, Ok(Some(0)));
-        let count = Spi::get_one::<i64>(
-            "SELECT count(*) FROM pg_proc WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp')",
-        );
-        assert_eq!(count, Ok(Some(4)));
+        // ttl_timestamp ×3, ttl_text_timestamp ×2, ttl_is_datestring, ttl_unix_timestamp
+        let count = Spi::get_one::<i64>(&format!(
+            "SELECT count(*) FROM pg_proc WHERE proname IN {parsers}"
+        ));
+        assert_eq!(count, Ok(Some(7)));
     }
 }

@@ -13,6 +13,8 @@
 //! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support.
 //! - [`registry`], [`stats`]: shared memory (who serves which database, the server-wide budget,
 //!   statistics).
+//! - [`txn`]: transactions and subtransactions the worker opens itself.
+//! - [`undeletable`]: rows the worker cannot delete, set aside and retried with backoff.
 //! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
 
 use pgrx::prelude::*;
@@ -32,6 +34,8 @@ pub mod parse;
 pub mod path;
 pub mod registry;
 pub mod stats;
+pub mod txn;
+pub mod undeletable;
 pub mod worker;
 
 ::pgrx::pg_module_magic!(name, version);

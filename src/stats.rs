@@ -27,6 +27,8 @@ pub struct Entry {
     last_rows_deleted: u64,
     limit_reached: u64,
     errors: u64,
+    /// Rows the worker has set aside because they cannot be deleted (now, not in all).
+    rows_undeletable: u64,
     last_error_len: usize,
     last_error: [u8; ERROR_LEN],
 }
@@ -42,6 +44,7 @@ impl Entry {
         last_rows_deleted: 0,
         limit_reached: 0,
         errors: 0,
+        rows_undeletable: 0,
         last_error_len: 0,
         last_error: [0; ERROR_LEN],
     };
@@ -110,6 +113,12 @@ pub fn record_run(run: &Run) {
             entry.last_error_len = len;
         }
     });
+}
+
+/// Records how many rows of `table` the worker holds set aside now (see
+/// [`crate::undeletable`]).
+pub fn record_undeletable(table: pg_sys::Oid, rows: u64) {
+    update_entry(table, |entry| entry.rows_undeletable = rows);
 }
 
 /// Applies `update` to the entry of `table` in the current database, taking a free entry, or
@@ -200,6 +209,32 @@ fn ttl_stats_entries() -> TableIterator<
                 error,
             )
         })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// Rows of each TTL table of the current database that the worker cannot delete and has set
+/// aside (the `ttl_stats` view joins them; a function of its own, so that 0.1.0's `_ttl_stats`
+/// keeps its shape until the update).
+#[pg_extern(volatile, parallel_safe, name = "_ttl_undeletable")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_undeletable() -> TableIterator<
+    'static,
+    (
+        name!(table_oid, pg_sys::Oid),
+        name!(rows_undeletable, i64),
+    ),
+> {
+    if !crate::preloaded() {
+        return TableIterator::new(Vec::new());
+    }
+    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let rows: Vec<_> = ENTRIES
+        .share()
+        .0
+        .iter()
+        .filter(|e| e.dboid == dboid && e.rows_undeletable > 0)
+        .map(|e| (pg_sys::Oid::from(e.reloid), e.rows_undeletable as i64))
         .collect();
     TableIterator::new(rows)
 }

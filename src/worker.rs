@@ -9,48 +9,15 @@
 
 use crate::catalog::{self, TtlIndex};
 use crate::deleter::{Batch, Outcome, Purge};
+use crate::txn::{in_transaction, Failure};
+use crate::undeletable::{self, Undeletable};
 use crate::{deleter, gucs, owner, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
-
-/// Runs `f` in its own transaction: committed when it returns, rolled back (and the error
-/// returned as text) when it or the commit raises (a deferred trigger fires at commit), so one
-/// failure never leaves a transaction open nor ends the worker.
-pub fn in_transaction<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-    unsafe {
-        pg_sys::SetCurrentStatementStartTimestamp();
-        pg_sys::StartTransactionCommand();
-        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-    }
-    let run_and_commit = move || {
-        let result = f();
-        unsafe {
-            pg_sys::PopActiveSnapshot();
-            pg_sys::CommitTransactionCommand();
-        }
-        Ok(result)
-    };
-    let result = PgTryBuilder::new(AssertUnwindSafe(run_and_commit))
-        .catch_others(|caught| {
-            Err(match caught {
-                pg_sys::panic::CaughtError::PostgresError(e)
-                | pg_sys::panic::CaughtError::ErrorReport(e) => e.message().to_string(),
-                pg_sys::panic::CaughtError::RustPanic { ereport, .. } => {
-                    ereport.message().to_string()
-                }
-            })
-        })
-        .execute();
-    if result.is_err() {
-        unsafe { pg_sys::AbortCurrentTransaction() };
-    }
-    result
-}
 
 /// Reads postgresql.conf again after a SIGHUP.
 pub fn reload_config_if_asked() {
@@ -201,10 +168,10 @@ struct Worker {
     statements: HashMap<(Oid, Batch), Prepared>,
     /// The probe of each table (is anything expired?).
     probes: HashMap<Oid, Prepared>,
-    /// The catalog lookup of a table's current expire_after (one statement, under InvalidOid),
-    /// and its SQL for the extension's schema (set at each pass).
-    lookups: HashMap<Oid, Prepared>,
-    lookup_sql: String,
+    /// What the batches of a pass share.
+    frame: Frame,
+    /// Rows that cannot be deleted, set aside.
+    undeletable: Undeletable,
     /// Where the next pass starts, so no table is always first.
     next_start: usize,
 }
@@ -293,8 +260,8 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     let mut worker = Worker {
         statements: HashMap::new(),
         probes: HashMap::new(),
-        lookups: HashMap::new(),
-        lookup_sql: String::new(),
+        frame: Frame::default(),
+        undeletable: Undeletable::default(),
         next_start: 0,
     };
     loop {
@@ -366,7 +333,10 @@ impl Worker {
             }
         };
         let started = Instant::now();
-        self.lookup_sql = format!(
+        self.frame.deferrable.clear();
+        self.undeletable
+            .retain(|table| indexes.iter().any(|i| i.table == table));
+        self.frame.lookup_sql = format!(
             "SELECT expire_after FROM {ext}.ttl_index \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
         );
@@ -448,7 +418,9 @@ impl Worker {
         })
     }
 
-    /// Removes the expired rows of one table, batch by batch, within the limits.
+    /// Removes the expired rows of one table, batch by batch, within the limits. A batch that
+    /// fails because of some of its rows is retried in parts ([`Worker::split`]): the rows that
+    /// cannot be deleted are set aside, and the purge goes on behind them.
     fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
         let mut purge = Purge::default();
         let mut removed = 0u64;
@@ -475,7 +447,14 @@ impl Worker {
                 "jsonb_ttl: deleting expired rows from {} (batch of {granted})",
                 index.display_name
             ));
-            let outcome = self.batch(ext, purge.next(), index, granted);
+            let mut outcome = self.batch(ext, purge.next(), index, granted);
+            if let Err(failure) = &outcome {
+                self.statements
+                    .retain(|(table, _), _| *table != index.table);
+                if !failure.is_transient() && !self.undeletable.full(index.table) {
+                    outcome = self.split(ext, index, granted);
+                }
+            }
             report_stats_soon();
             match outcome {
                 Ok(None) => {
@@ -495,86 +474,154 @@ impl Worker {
                 }
                 Err(e) => {
                     registry::give_back(granted);
-                    self.statements
-                        .retain(|(table, _), _| *table != index.table);
-                    error = Some(e);
+                    error = Some(e.message);
                     break;
                 }
             }
         }
+        stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
         report(index, removed, limit, error)
     }
 
-    /// One batch of the form `batch` in its own transaction, as the table's owner: what it
-    /// did, or `None` when the TTL index or the table no longer exists. expire_after is read
-    /// again in the batch's own transaction, so ttl_index_alter and ttl_index_drop take effect
-    /// mid-pass; the owner, and the names the statements are built on, are read once the table
-    /// is locked, so an ALTER TABLE … OWNER TO or a rename since the pass began shows at once.
-    /// The batch ends within `jsonb_ttl.batch_timeout`; what the owner's code left in the
-    /// session that its GUC nest level does not undo is released after it.
+    /// One batch of the form `batch` in its own transaction, as the table's owner (see
+    /// [`in_batch_frame`]): what it did, or `None` when the TTL index or the table no longer
+    /// exists.
     fn batch(
         &mut self,
         ext: &str,
         batch: Batch,
         index: &TtlIndex,
         limit: i64,
-    ) -> Result<Option<Outcome>, String> {
+    ) -> Result<Option<Outcome>, Failure> {
         let statements = &mut self.statements;
-        let lookups = &mut self.lookups;
-        let lookup_sql = &self.lookup_sql;
-        let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
-        let settings = deleter::batch_settings(Some(&lock_timeout));
-        let done = in_transaction(|| {
-            let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-            let lookup = prepared(
-                lookups,
-                pg_sys::InvalidOid,
-                lookup_sql,
-                &[pgrx::PgBuiltInOids::OIDOID],
-            );
-            let expire_after = Spi::connect(|client| {
-                client
-                    .select(lookup, Some(1), &[index.root.into()])?
-                    .first()
-                    .get_one::<pgrx::datum::Interval>()
+        let set_aside = self.undeletable.rows(index.table);
+        in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+            let delete = sql(deleter::batch_sql(ext, current));
+            let args = &deleter::BATCH_ARGS;
+            prepare_into(statements, (index.table, Batch::Plain), &delete, args);
+            if batch == Batch::Counting {
+                let pick_count = sql(deleter::pick_count_sql(ext, current));
+                prepare_into(statements, (index.table, Batch::Counting), &pick_count, args);
+            }
+            let delete = &statements[&(index.table, Batch::Plain)].1;
+            let pick_count = (batch == Batch::Counting)
+                .then(|| &*statements[&(index.table, Batch::Counting)].1);
+            Spi::connect_mut(|client| {
+                deleter::run_batch(client, delete, pick_count, expire_after, limit, &set_aside)
             })
-            .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
-            deleter::with_settings(&settings, || {
-                // The DELETE's own lock, taken first (within lock_timeout).
-                unsafe {
-                    pg_sys::LockRelationOid(
-                        index.table,
-                        pg_sys::RowExclusiveLock as pg_sys::LOCKMODE,
-                    )
-                };
-                // A partition dropped or detached since the pass began: nothing to purge.
-                let current = catalog::with_current_names(index)?;
-                // Whoever owns the table now (an ALTER TABLE … OWNER TO mid-pass shows here).
-                let owner = owner::table_owner(index.table)?;
-                let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
-                let delete = sql(deleter::batch_sql(ext, &current));
-                let pick_count = sql(deleter::pick_count_sql(ext, &current));
-                owner::as_table_owner(owner, &settings, || {
-                    let args = &deleter::BATCH_ARGS;
-                    prepare_into(statements, (index.table, Batch::Plain), &delete, args);
-                    if batch == Batch::Counting {
-                        let key = (index.table, Batch::Counting);
-                        prepare_into(statements, key, &pick_count, args);
-                    }
-                    let delete = &statements[&(index.table, Batch::Plain)].1;
-                    let pick_count = (batch == Batch::Counting)
-                        .then(|| &*statements[&(index.table, Batch::Counting)].1);
-                    Spi::connect_mut(|client| {
-                        deleter::run_batch(client, delete, pick_count, expire_after, limit)
-                    })
-                    .map(Some)
-                    .unwrap_or_else(|e| error!("delete failed: {e}"))
-                })
-            })
-        });
-        owner::release_session_state();
-        done
+            .unwrap_or_else(|e| error!("delete failed: {e}"))
+        })
     }
+
+    /// A failed batch again, in parts: the rows it picks are deleted in halves, each in a
+    /// subtransaction, down to single rows; the rows that fail alone are set aside. Reported
+    /// as a plain batch of what it deleted.
+    fn split(
+        &mut self,
+        ext: &str,
+        index: &TtlIndex,
+        limit: i64,
+    ) -> Result<Option<Outcome>, Failure> {
+        let set_aside = self.undeletable.rows(index.table);
+        let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
+        let parts = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+            let pick = sql(deleter::pick_sql(ext, current));
+            let delete_rows = sql(deleter::delete_rows_sql(ext, current));
+            let rows: Vec<pg_sys::ItemPointerData> = Spi::connect_mut(|client| {
+                client
+                    .update(
+                        &pick,
+                        None,
+                        &[expire_after.into(), limit.into(), set_aside.clone().into()],
+                    )?
+                    .map(|row| row.get::<pg_sys::ItemPointerData>(1))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|rows| rows.into_iter().flatten().collect())
+            })
+            .unwrap_or_else(|e| error!("jsonb_ttl: cannot pick rows: {e}"));
+            let mut parts = deleter::delete_in_parts(&delete_rows, expire_after, &rows);
+            parts.undeletable.truncate(room);
+            parts
+        })?;
+        Ok(parts.map(|parts| {
+            let deleted = parts.deleted;
+            self.undeletable
+                .add(index.table, &index.display_name, parts.undeletable);
+            Outcome {
+                picked: None,
+                deleted,
+            }
+        }))
+    }
+}
+
+/// What the batches of a pass keep between them: the prepared catalog lookup of a table's
+/// current expire_after, and each table's deferrable foreign keys (read once per pass).
+#[derive(Default)]
+struct Frame {
+    lookups: HashMap<Oid, Prepared>,
+    lookup_sql: String,
+    deferrable: HashMap<Oid, Option<String>>,
+}
+
+/// Runs `f` as one batch of `index`: in its own transaction, within `jsonb_ttl.batch_timeout`;
+/// expire_after read again (so ttl_index_alter and ttl_index_drop take effect mid-pass); the
+/// table locked within `jsonb_ttl.lock_timeout`, then its current names and owner read (an
+/// ALTER TABLE … OWNER TO or a rename since the pass began shows at once); the deferrable
+/// foreign keys that reference it made immediate; then `f(current names, expire_after)` as the
+/// owner, with the owner's settings and the worker's lock_timeout and planner pins on top.
+/// What the owner's code left in the session that its GUC nest level does not undo is
+/// released after it. `None` when the TTL index or the table no longer exists.
+fn in_batch_frame<R>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
+    let Frame {
+        lookups,
+        lookup_sql,
+        deferrable,
+    } = frame;
+    let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+    let settings = deleter::batch_settings(Some(&lock_timeout));
+    let done = in_transaction(|| {
+        let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+        let lookup = prepared(
+            lookups,
+            pg_sys::InvalidOid,
+            lookup_sql,
+            &[pgrx::PgBuiltInOids::OIDOID],
+        );
+        let expire_after = Spi::connect(|client| {
+            client
+                .select(lookup, Some(1), &[index.root.into()])?
+                .first()
+                .get_one::<pgrx::datum::Interval>()
+        })
+        .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
+        deleter::with_settings(&settings, || {
+            // The DELETE's own lock, taken first (within lock_timeout).
+            unsafe {
+                pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
+            };
+            // A partition dropped or detached since the pass began: nothing to purge.
+            let current = catalog::with_current_names(index)?;
+            let owner = owner::table_owner(index.table)?;
+            let references = deferrable
+                .entry(index.table)
+                .or_insert_with(|| deleter::deferrable_references(index.table));
+            if let Some(constraints) = references {
+                deleter::check_references_now(constraints);
+            }
+            Some(owner::as_table_owner(owner, &settings, || {
+                f(&current, expire_after)
+            }))
+        })
+    });
+    owner::release_session_state();
+    done
 }
 
 /// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch
