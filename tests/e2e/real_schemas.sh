@@ -97,7 +97,7 @@ wait_for "autovacuum vacuums a table whose only churn is TTL deletes" 30 vacuume
 echo "-- pg_stat_activity shows what the worker does"
 q shop -c "SET ROLE alice" -c "INSERT INTO slowpoke SELECT g, $(expired) FROM generate_series(1, 3000) g" \
   -c "SELECT FROM ttl_index_create('slowpoke', 'at', 0)" >/dev/null
-active() { [ "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'shop' AND state = 'active' AND query LIKE 'jsonb_ttl: deleting expired rows from slowpoke%'")" = 1 ]; }
+active() { [ "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'shop' AND state = 'active' AND query LIKE 'jsonb_ttl: deleting expired rows from public.slowpoke%'")" = 1 ]; }
 wait_for "while it deletes: state active, query naming the table" 10 active
 wait_for "slowpoke purged" 20 left_is slowpoke 0
 idle() { [ "$(q postgres -c "SELECT state FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'shop'")" = idle ]; }
