@@ -62,10 +62,12 @@ fn ttl_text_timestamp_in_zone(value: &str, time_zone: &str) -> Option<TimestampW
 /// Reads a `time_zone` argument as a `text` datum, raising 22023 with a HINT on a name
 /// PostgreSQL's time zone library does not know.
 pub fn time_zone_arg(name: &str) -> pgrx::pg_sys::Datum {
-    let accepted = std::ffi::CString::new(name).ok().is_some_and(|zone| unsafe {
-        let tz = pgrx::pg_sys::pg_tzset(zone.as_ptr());
-        !tz.is_null() && pgrx::pg_sys::pg_tz_acceptable(tz)
-    });
+    let accepted = std::ffi::CString::new(name)
+        .ok()
+        .is_some_and(|zone| unsafe {
+            let tz = pgrx::pg_sys::pg_tzset(zone.as_ptr());
+            !tz.is_null() && pgrx::pg_sys::pg_tz_acceptable(tz)
+        });
     if !accepted {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -73,9 +75,8 @@ pub fn time_zone_arg(name: &str) -> pgrx::pg_sys::Datum {
             "Pass a name from pg_timezone_names, such as 'America/New_York' or 'UTC'.",
         );
     }
-    let text = unsafe {
-        pgrx::pg_sys::cstring_to_text_with_len(name.as_ptr().cast(), name.len() as i32)
-    };
+    let text =
+        unsafe { pgrx::pg_sys::cstring_to_text_with_len(name.as_ptr().cast(), name.len() as i32) };
     pgrx::pg_sys::Datum::from(text)
 }
 
@@ -250,7 +251,8 @@ mod tests {
 
     #[pg_test]
     fn declared_immutable_strict_parallel_safe() {
-        let parsers = "('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp', 'ttl_text_timestamp')";
+        let parsers =
+            "('ttl_timestamp', 'ttl_is_datestring', 'ttl_unix_timestamp', 'ttl_text_timestamp')";
         let bad = Spi::get_one::<i64>(&format!(
             "SELECT count(*) FROM pg_proc WHERE proname IN {parsers} \
              AND NOT (provolatile = 'i' AND proisstrict AND proparallel = 's')"

@@ -204,7 +204,10 @@ unsafe fn object_get(
 
 /// MongoDB Extended JSON: `{"$date": "<ISO-8601>"}`, `{"$date": <ms>}` or
 /// `{"$date": {"$numberLong": "<ms>"}}`; the object must hold that one key only.
-unsafe fn date_object_time(container: *mut pg_sys::JsonbContainer, reading: Reading) -> Option<i64> {
+unsafe fn date_object_time(
+    container: *mut pg_sys::JsonbContainer,
+    reading: Reading,
+) -> Option<i64> {
     if unsafe { (*container).header } & pg_sys::JB_CMASK != 1 {
         return None;
     }

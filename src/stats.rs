@@ -218,13 +218,8 @@ fn ttl_stats_entries() -> TableIterator<
 /// keeps its shape until the update).
 #[pg_extern(volatile, parallel_safe, name = "_ttl_undeletable")]
 #[search_path(pg_catalog, pg_temp)]
-fn ttl_undeletable() -> TableIterator<
-    'static,
-    (
-        name!(table_oid, pg_sys::Oid),
-        name!(rows_undeletable, i64),
-    ),
-> {
+fn ttl_undeletable(
+) -> TableIterator<'static, (name!(table_oid, pg_sys::Oid), name!(rows_undeletable, i64))> {
     if !crate::preloaded() {
         return TableIterator::new(Vec::new());
     }

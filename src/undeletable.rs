@@ -93,4 +93,3 @@ fn ctid_text(row: &ItemPointerData) -> String {
     let block = (u32::from(row.ip_blkid.bi_hi) << 16) | u32::from(row.ip_blkid.bi_lo);
     format!("({block},{})", row.ip_posid)
 }
-

@@ -502,11 +502,16 @@ impl Worker {
             prepare_into(statements, (index.table, Batch::Plain), &delete, args);
             if batch == Batch::Counting {
                 let pick_count = sql(deleter::pick_count_sql(ext, current));
-                prepare_into(statements, (index.table, Batch::Counting), &pick_count, args);
+                prepare_into(
+                    statements,
+                    (index.table, Batch::Counting),
+                    &pick_count,
+                    args,
+                );
             }
             let delete = &statements[&(index.table, Batch::Plain)].1;
-            let pick_count = (batch == Batch::Counting)
-                .then(|| &*statements[&(index.table, Batch::Counting)].1);
+            let pick_count =
+                (batch == Batch::Counting).then(|| &*statements[&(index.table, Batch::Counting)].1);
             Spi::connect_mut(|client| {
                 deleter::run_batch(client, delete, pick_count, expire_after, limit, &set_aside)
             })
