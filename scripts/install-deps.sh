@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing jsonb_ttl needs on Debian bookworm, and nothing twice:
 # PostgreSQL 15 with its server headers, sudo (for `cargo pgrx test --runas`), libclang (bindgen),
-# cargo-pgrx 0.18.0, pgrx's configuration pointing at Debian's pg_config, and Node.js.
+# cargo-pgrx 0.18.0, pgrx's configuration pointing at Debian's pg_config, Node.js and Python's venv.
 set -euo pipefail
 
 PGRX_VERSION=0.18.0
@@ -12,6 +12,8 @@ packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo libclan
 # Node.js and npm for the real-client end-to-end tests (tests/e2e/clients.sh), unless a Node.js
 # is there already (Debian's nodejs package would conflict with another vendor's).
 command -v npm >/dev/null || packages+=(nodejs npm)
+# A Python with venv for the Django end-to-end test (tests/e2e/django.sh).
+python3 -m venv --help >/dev/null 2>&1 || packages+=(python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -353,7 +353,7 @@ impl Worker {
             let limit = match expired[at] {
                 _ if index.foreign => Limit::None, // ttl_stats shows it as skipped
                 true => self.purge(ext, index),
-                false => report(index, 0, Limit::None, None),
+                false => report(index, 0, Limit::None, None, None),
             };
             pass_limited |= limit != Limit::None;
             if limit == Limit::Server {
@@ -426,6 +426,8 @@ impl Worker {
         let mut removed = 0u64;
         let mut limit = Limit::None;
         let mut error: Option<String> = None;
+        // rows set aside in this visit: shown in errors / last_error, the rows in rows_undeletable
+        let mut note: Option<String> = None;
         let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
         loop {
             let want = (gucs::BATCH_SIZE.get() as i64).min(max_table - removed as i64);
@@ -448,11 +450,16 @@ impl Worker {
                 index.display_name
             ));
             let mut outcome = self.batch(ext, purge.next(), index, granted);
-            if let Err(failure) = &outcome {
+            if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
                 self.statements
                     .retain(|(table, _), _| *table != index.table);
                 if !failure.is_transient() && !self.undeletable.full(index.table) {
+                    let before = self.undeletable.count(index.table);
                     outcome = self.split(ext, index, granted);
+                    let set_aside = self.undeletable.count(index.table) - before;
+                    if set_aside > 0 {
+                        note = Some(format!("{set_aside} row(s) set aside: {failure}"));
+                    }
                 }
             }
             report_stats_soon();
@@ -480,7 +487,7 @@ impl Worker {
             }
         }
         stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
-        report(index, removed, limit, error)
+        report(index, removed, limit, error, note)
     }
 
     /// One batch of the form `batch` in its own transaction, as the table's owner (see
@@ -642,8 +649,15 @@ fn throttle(rows: u64, batch_started: Instant) {
     handle_signals();
 }
 
-/// Logs a failed table and records the visit in the statistics.
-fn report(index: &TtlIndex, removed: u64, limit: Limit, error: Option<String>) -> Limit {
+/// Logs a failed table and records the visit in the statistics; a visit that set rows aside
+/// (`note`; each row was logged as it was) counts as an error too, with that note as its last.
+fn report(
+    index: &TtlIndex,
+    removed: u64,
+    limit: Limit,
+    error: Option<String>,
+    note: Option<String>,
+) -> Limit {
     if let Some(e) = &error {
         log!(
             "jsonb_ttl: skipping table {} in this pass: {e}",
@@ -654,7 +668,7 @@ fn report(index: &TtlIndex, removed: u64, limit: Limit, error: Option<String>) -
         table: index.table,
         rows_deleted: removed,
         limit_reached: limit != Limit::None,
-        error: error.as_deref(),
+        error: error.or(note).as_deref(),
     });
     limit
 }
