@@ -41,6 +41,15 @@ pub static LOCK_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 /// default pass frequency: a batch of 1000 rows normally takes milliseconds.
 pub static BATCH_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 
+/// `jsonb_ttl.max_workers`: per-database workers running at once, server-wide (the launcher
+/// comes on top). Each takes one of `max_worker_processes`, which parallel query and logical
+/// replication share. With more databases than this, workers take turns: a worker that ends a
+/// pass while other databases wait exits, and the next database in line gets one; a database
+/// is never served by two, and waits at most ceil(databases / max_workers) − 1 passes of the
+/// others (and never passes more often than `frequency`). Default 4: half of PostgreSQL's
+/// default `max_worker_processes` (8).
+pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
+
 /// Registers every GUC. Called from `_PG_init`, whether preloaded or loaded on first use.
 pub fn register() {
     GucRegistry::define_bool_guc(
@@ -110,6 +119,16 @@ pub fn register() {
         600_000,
         GucContext::Sighup,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.max_workers",
+        c"Per-database jsonb_ttl workers running at once.",
+        c"With more databases than this, workers take turns, one pass each.",
+        &MAX_WORKERS,
+        1,
+        1024,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"jsonb_ttl.batch_timeout",

@@ -45,6 +45,9 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     let mut without_extension: HashMap<Oid, Instant> = HashMap::new();
     // Databases whose CREATE EXTENSION asked for a worker, with its transaction.
     let mut wanted: HashMap<Oid, pg_sys::TransactionId> = HashMap::new();
+    // Databases that need a worker while jsonb_ttl.max_workers run, first come first served,
+    // and when each may start again (its last start + frequency): workers take turns.
+    let mut queue: Rotation = Rotation::default();
     let mut last_probe: Option<Instant> = None;
     loop {
         let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
@@ -82,20 +85,61 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
             }
             without_extension.retain(|db, _| databases.contains(db));
             wanted.retain(|db, _| databases.contains(db));
+            queue.retain(|db| databases.contains(&db) && !without_extension.contains_key(&db));
             if due {
                 last_probe = Some(Instant::now());
                 for db in databases {
                     if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
-                        ensure_worker(&mut workers, db, pg_sys::InvalidTransactionId);
+                        queue.join(db);
                     }
                 }
             }
         }
         // A worker that waits for the CREATE EXTENSION's transaction to end, as soon as none
         // runs there (one may be looking at the database right now, before the commit; its
-        // exit wakes the launcher).
+        // exit wakes the launcher). These go first.
         wanted.retain(|&db, xid| ensure_worker(&mut workers, db, *xid) != Ensured::Started);
+        // A worker that stopped (it yielded its turn, or it crashed) queues its database again,
+        // due a frequency after it started.
+        let stopped: Vec<Oid> = workers
+            .iter()
+            .filter(|(_, w)| {
+                matches!(
+                    w.pid(),
+                    Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
+                )
+            })
+            .map(|(&db, _)| db)
+            .collect();
+        for db in stopped {
+            workers.remove(&db);
+            if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
+                queue.join(db);
+            }
+        }
+        // Then the queue, in order, as far as jsonb_ttl.max_workers allows.
+        let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+        while let Some(db) = queue.next_due() {
+            if registry::is_dropping(db) {
+                queue.remove(db); // back at the next probe, if it is still there
+                continue;
+            }
+            match ensure_worker(&mut workers, db, pg_sys::InvalidTransactionId) {
+                Ensured::Started => queue.started(db, frequency),
+                Ensured::Running => queue.remove(db),
+                Ensured::NotStarted => break,
+            }
+        }
+        // When jsonb_ttl.max_workers run and databases wait their turn, workers that finish a
+        // pass give theirs up.
+        let at_cap = running_count(&workers) >= gucs::MAX_WORKERS.get() as usize;
+        registry::set_waiting(if at_cap {
+            queue.due_count() + wanted.len()
+        } else {
+            0
+        });
         let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
+        let wait = queue.next_due_in().map_or(wait, |next| wait.min(next));
         let alive = crate::worker::wait_latch(wait.max(Duration::from_millis(10)));
         if !alive || BackgroundWorker::sigterm_received() {
             break;
@@ -109,6 +153,77 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
+/// The databases waiting for a worker, in order, and when each may next start one.
+#[derive(Default)]
+struct Rotation {
+    waiting: std::collections::VecDeque<Oid>,
+    not_before: HashMap<Oid, Instant>,
+}
+
+impl Rotation {
+    /// `db` needs a worker: it joins the end of the queue (once).
+    fn join(&mut self, db: Oid) {
+        if !self.waiting.contains(&db) {
+            self.waiting.push_back(db);
+        }
+    }
+
+    fn is_due(&self, db: Oid) -> bool {
+        self.not_before
+            .get(&db)
+            .is_none_or(|&at| at <= Instant::now())
+    }
+
+    /// The first database whose turn has come, if any.
+    fn next_due(&self) -> Option<Oid> {
+        self.waiting.iter().copied().find(|&db| self.is_due(db))
+    }
+
+    /// How many waiting databases may start now.
+    fn due_count(&self) -> usize {
+        self.waiting.iter().filter(|&&db| self.is_due(db)).count()
+    }
+
+    /// How long until the next waiting database is due.
+    fn next_due_in(&self) -> Option<Duration> {
+        self.waiting
+            .iter()
+            .filter_map(|db| self.not_before.get(db))
+            .map(|at| at.saturating_duration_since(Instant::now()))
+            .min()
+    }
+
+    /// `db` got its worker: out of the queue, not due again before `frequency` has passed.
+    fn started(&mut self, db: Oid, frequency: Duration) {
+        self.remove(db);
+        self.not_before.insert(db, Instant::now() + frequency);
+    }
+
+    fn remove(&mut self, db: Oid) {
+        self.waiting.retain(|&waiting| waiting != db);
+    }
+
+    fn retain(&mut self, keep: impl Fn(Oid) -> bool) {
+        self.waiting.retain(|&db| keep(db));
+        self.not_before.retain(|&db, _| keep(db));
+    }
+}
+
+/// Workers running now, counted against jsonb_ttl.max_workers: those this launcher started, or
+/// those registered in shared memory (an earlier life of the launcher started them).
+fn running_count(workers: &HashMap<Oid, DynamicBackgroundWorker>) -> usize {
+    let ours = workers
+        .values()
+        .filter(|w| {
+            !matches!(
+                w.pid(),
+                Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
+            )
+        })
+        .count();
+    ours.max(registry::served_count())
+}
+
 /// How long a database found without the extension is left alone, unless CREATE EXTENSION
 /// wakes the launcher first: a safety net for an extension that appeared some other way.
 const REPROBE_WITHOUT_EXTENSION: Duration = Duration::from_secs(300);
@@ -119,7 +234,8 @@ enum Ensured {
     /// A worker was already running there.
     Running,
     Started,
-    /// A statement needs the database to itself (DROP DATABASE…), or no worker slot was free.
+    /// A statement needs the database to itself (DROP DATABASE…), jsonb_ttl.max_workers run
+    /// already, or no worker slot was free.
     NotStarted,
 }
 
@@ -143,6 +259,9 @@ fn ensure_worker(
         return Ensured::Running;
     }
     if registry::is_dropping(db) {
+        return Ensured::NotStarted;
+    }
+    if running_count(workers) >= gucs::MAX_WORKERS.get() as usize {
         return Ensured::NotStarted;
     }
     let started =

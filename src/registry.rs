@@ -59,6 +59,7 @@ pub fn init() {
     pgrx::pg_shmem_init!(REGISTRY);
     pgrx::pg_shmem_init!(BUDGET);
     pgrx::pg_shmem_init!(WINDOW_START_MS);
+    pgrx::pg_shmem_init!(WAITING);
 }
 
 /// Records that this process serves `dboid`. False when another process serves it already (a
@@ -93,6 +94,30 @@ pub enum Refused {
     Served(i32),
     /// Every slot is taken.
     Full,
+}
+
+/// How many databases a worker serves now.
+pub fn served_count() -> usize {
+    REGISTRY
+        .share()
+        .workers
+        .iter()
+        .filter(|s| s.pid != 0)
+        .count()
+}
+
+/// Databases waiting for a worker because `jsonb_ttl.max_workers` run: a worker that ends a
+/// pass while any wait exits, giving its turn to the next (the launcher sets it).
+static WAITING: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"jsonb_ttl_waiting") };
+
+/// The launcher records how many databases wait for a worker now.
+pub fn set_waiting(count: usize) {
+    WAITING.get().store(count as i64, Ordering::Relaxed);
+}
+
+/// How many databases wait for a worker now.
+pub fn databases_waiting() -> i64 {
+    WAITING.get().load(Ordering::Relaxed)
 }
 
 /// The process serving `dboid`, if any.

@@ -279,6 +279,11 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
             worker.pass(&ext);
         }
         report_idle();
+        if registry::databases_waiting() > 0 {
+            // jsonb_ttl.max_workers run and other databases wait: give the turn up
+            debug1!("jsonb_ttl: other databases wait for a worker; this one yields its turn");
+            break;
+        }
         wait_for_next_pass(started);
     }
 }
