@@ -529,11 +529,12 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     )
     .ok()?;
     let sql = format!(
-        "SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
+        "{}SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
+        crate::planner::MARKER,
         index.qualified_table,
         catalog::expired_condition(&reference)
     );
-    owner::as_table_owner(index.owner, &deleter::INDEX_PLANS, || {
+    owner::as_table_owner(index.owner, &[], || {
         Spi::get_one_with_args::<TimestampWithTimeZone>(&sql, &[index.expire_after.into()])
             .ok()
             .flatten()

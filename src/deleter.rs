@@ -29,6 +29,7 @@
 
 use crate::catalog::{self, TtlIndex};
 use crate::owner;
+use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
 use pgrx::datum::Interval;
 use pgrx::pg_sys;
@@ -53,7 +54,7 @@ pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
         index.time_zone.as_deref(),
     )?;
     Ok(format!(
-        "SELECT ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
+        "{MARKER}SELECT ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         index.qualified_table,
         catalog::expired_condition(&reference)
     ))
@@ -89,7 +90,7 @@ pub fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
         index.time_zone.as_deref(),
     )?;
     Ok(format!(
-        "SELECT ctid FROM ONLY {} WHERE {} AND ctid OPERATOR(pg_catalog.<>) ALL ($3) \
+        "{MARKER}SELECT ctid FROM ONLY {} WHERE {} AND ctid OPERATOR(pg_catalog.<>) ALL ($3) \
          ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
         catalog::expired_condition(&reference)
@@ -105,7 +106,7 @@ pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
         index.time_zone.as_deref(),
     )?;
     Ok(format!(
-        "DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})) AND {}",
+        "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})) AND {}",
         index.qualified_table,
         pick_sql(ext_schema, index)?,
         catalog::expired_condition(&reference)
@@ -116,7 +117,7 @@ pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
 /// counts them (same parameters).
 pub fn pick_count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     Ok(format!(
-        "SELECT pg_catalog.count(*) FROM ({}) picked",
+        "{MARKER}SELECT pg_catalog.count(*) FROM ({}) picked",
         pick_sql(ext_schema, index)?
     ))
 }
@@ -139,7 +140,7 @@ pub fn delete_rows_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, Str
         index.time_zone.as_deref(),
     )?;
     Ok(format!(
-        "DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
+        "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
         index.qualified_table,
         catalog::expired_condition(&reference)
     ))
@@ -285,28 +286,11 @@ impl Purge {
     }
 }
 
-/// The settings that keep the planner on the TTL index (no sequential scan, bitmap scan or
-/// sort) and JIT off, for our statements.
-///
-/// The statements filter on `now() - $1`, which the planner cannot estimate: on a table
-/// without statistics (just created, just rewritten by ALTER TABLE) it would rather sort the
-/// whole table than walk the index, for every batch. And a batch's estimated cost (a third of
-/// a large table) passes `jit_above_cost`: JIT then compiles every batch of a few
-/// milliseconds, for 100 ms or more each.
-pub const INDEX_PLANS: [(&CStr, &str); 4] = [
-    (c"enable_seqscan", "off"),
-    (c"enable_bitmapscan", "off"),
-    (c"enable_sort", "off"),
-    (c"jit", "off"),
-];
-
-/// [`INDEX_PLANS`] and, when given, `lock_timeout` (ms): what a batch sets.
-pub fn batch_settings(lock_timeout: Option<&str>) -> Vec<(&'static CStr, &str)> {
-    let mut settings = INDEX_PLANS.to_vec();
-    if let Some(ms) = lock_timeout {
-        settings.push((c"lock_timeout", ms));
-    }
-    settings
+/// What a batch of the worker sets on top of everything, the owner's settings included: its
+/// `lock_timeout` (ms). (The planner pins are set while our statements are planned only, see
+/// [`crate::planner`].)
+pub fn batch_settings(lock_timeout: &str) -> [(&'static CStr, &str); 1] {
+    [(c"lock_timeout", lock_timeout)]
 }
 
 /// Runs `f` with `settings` in force; they end with `f` (rolled back, like a function's SET
@@ -351,7 +335,7 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
     if let Some(constraints) = deferrable_references(index.table) {
         check_references_now(&constraints);
     }
-    owner::as_table_owner(owner, &INDEX_PLANS, || {
+    owner::as_table_owner(owner, &[], || {
         Spi::connect_mut(|client| {
             let prepare = |sql: Result<String, String>| {
                 let sql = sql.unwrap_or_else(|e| error!("{e}"));

@@ -7,6 +7,7 @@
 //! - [`error`]: errors with a SQLSTATE and a HINT.
 //! - [`functions`]: `ttl_timestamp`, `ttl_unix_timestamp`, `ttl_is_datestring`.
 //! - [`gucs`]: every GUC.
+//! - [`planner`]: the planner pins of our own statements, while they are planned only.
 //! - [`owner`]: running code as another role.
 //! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
 //! - [`deleter`]: batched, re-checked deletes for one TTL index.
@@ -32,6 +33,7 @@ pub mod launcher;
 pub mod owner;
 pub mod parse;
 pub mod path;
+pub mod planner;
 pub mod registry;
 pub mod stats;
 pub mod txn;
@@ -53,6 +55,7 @@ pub fn preloaded() -> bool {
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::register();
+    planner::install();
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
     unsafe {
         pgrx::pg_sys::MarkGUCPrefixReserved(c"jsonb_ttl".as_ptr());

@@ -13,7 +13,7 @@
 //! owner's `ALTER ROLE … IN DATABASE`, `ALTER ROLE`, `ALTER DATABASE` and `ALTER ROLE ALL`
 //! settings from `pg_db_role_setting`, in that order of precedence (what `process_settings()`
 //! applies at login), as session values of the section's nest level; the caller's own
-//! settings (the worker's `lock_timeout`, its planner pins) go on top. Our own statements are
+//! settings (the worker's `lock_timeout`) go on top. Our own statements are
 //! qualified down to their operators, so none of these settings can redirect them.
 
 use pgrx::pg_sys;

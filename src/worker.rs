@@ -379,7 +379,7 @@ impl Worker {
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
         let probes = &mut self.probes;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
-        let settings = deleter::batch_settings(Some(&lock_timeout));
+        let settings = deleter::batch_settings(&lock_timeout);
         let probed = in_transaction(|| {
             let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
             deleter::with_settings(&settings, || {
@@ -588,7 +588,8 @@ struct Frame {
 /// table locked within `jsonb_ttl.lock_timeout`, then its current names and owner read (an
 /// ALTER TABLE … OWNER TO or a rename since the pass began shows at once); the deferrable
 /// foreign keys that reference it made immediate; then `f(current names, expire_after)` as the
-/// owner, with the owner's settings and the worker's lock_timeout and planner pins on top.
+/// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
+/// their planner pins while they are planned, see [`crate::planner`]).
 /// What the owner's code left in the session that its GUC nest level does not undo is
 /// released after it. `None` when the TTL index or the table no longer exists.
 fn in_batch_frame<R>(
@@ -602,7 +603,7 @@ fn in_batch_frame<R>(
         deferrable,
     } = frame;
     let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
-    let settings = deleter::batch_settings(Some(&lock_timeout));
+    let settings = deleter::batch_settings(&lock_timeout);
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
         let lookup = prepared(

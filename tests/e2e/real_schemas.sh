@@ -19,10 +19,14 @@ CREATE ROLE alice LOGIN;
 GRANT CREATE ON SCHEMA public TO alice;
 SET ROLE alice;
 -- A trigger as people write it: no schema, no SET search_path.
-CREATE TABLE audit_log (id int, gone_at timestamptz DEFAULT now());
+CREATE TABLE audit_log (id int, gone_at timestamptz DEFAULT now(), seqscan text, lock_timeout text);
 CREATE TABLE audited (id int, doc jsonb);
 CREATE FUNCTION log_delete() RETURNS trigger LANGUAGE plpgsql AS
-  $$ BEGIN INSERT INTO audit_log (id) VALUES (OLD.id); RETURN OLD; END $$;
+  $$ BEGIN
+       INSERT INTO audit_log (id, seqscan, lock_timeout)
+         VALUES (OLD.id, current_setting('enable_seqscan'), current_setting('lock_timeout'));
+       RETURN OLD;
+     END $$;
 CREATE TRIGGER log_delete BEFORE DELETE ON audited FOR EACH ROW EXECUTE FUNCTION log_delete();
 -- One row among 10,000 that a trigger refuses to let go.
 CREATE TABLE picky (id int, doc jsonb);
@@ -74,6 +78,8 @@ count() { q shop -c "SELECT count(*) FROM $1"; }
 left_is() { [ "$(count "$1")" = "$2" ]; }
 wait_for "a trigger with unqualified names runs under the worker: audited purged" 10 left_is audited 0
 expect_eq "and it wrote its audit rows, as alice" 100 "$(count audit_log)"
+expect_eq "its queries planned under alice's settings (no planner pins), the worker's lock_timeout on top" "on|100ms" \
+  "$(q shop -c "SELECT DISTINCT seqscan || '|' || lock_timeout FROM audit_log")"
 wait_for "picky: all rows but the one its trigger refuses go" 20 left_is picky 1
 expect_eq "picky: the kept row is the refused one" 5000 "$(q shop -c "SELECT id FROM picky")"
 wait_for "parents: all but the 3 rows ON DELETE RESTRICT keeps" 20 left_is parents 3
