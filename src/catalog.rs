@@ -200,6 +200,18 @@ pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
     }
 }
 
+/// Whether `table` is (still) a partition, at any depth, of `root`.
+pub fn is_partition_of(table: Oid, root: Oid) -> bool {
+    Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_partition_ancestors($1) a \
+                        WHERE a.relid::pg_catalog.oid OPERATOR(pg_catalog.=) $2)",
+        &[table.into(), root.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
 /// What to load from the catalog.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

@@ -154,10 +154,18 @@ pub struct Parts {
     pub undeletable: Vec<(pg_sys::ItemPointerData, Failure)>,
 }
 
+/// The most subtransactions one split opens: past 64, a backend's subtransaction ids no
+/// longer fit its cache in the proc array, and every snapshot taken meanwhile, server-wide,
+/// gets slower. The rows a split leaves are picked again by the next batch.
+pub const MAX_SUBTRANSACTIONS: usize = 64;
+
 /// Deletes `rows` (picked and locked by this transaction), each part in a subtransaction: a
 /// part whose DELETE fails (a trigger raises, a foreign key restricts) is halved and tried
 /// again, down to single rows, which are reported as undeletable. One row that can never be
-/// deleted costs about 2·log2(batch) subtransactions and keeps no other row.
+/// deleted costs about 2·log2(batch) subtransactions and keeps no other row; at most
+/// [`MAX_SUBTRANSACTIONS`] are opened, and the rows not reached stay for the next batch. A
+/// failure that belongs to the moment (a cancel, `jsonb_ttl.batch_timeout`, a lock timeout, a
+/// deadlock) is no row's fault: it ends the whole split, raised again, and sets nothing aside.
 pub fn delete_in_parts(
     delete_rows: &str,
     expire_after: Interval,
@@ -165,10 +173,15 @@ pub fn delete_in_parts(
 ) -> Parts {
     let mut parts = Parts::default();
     let mut pending: Vec<&[pg_sys::ItemPointerData]> = vec![rows];
+    let mut opened = 0;
     while let Some(part) = pending.pop() {
         if part.is_empty() {
             continue;
         }
+        if opened == MAX_SUBTRANSACTIONS {
+            break;
+        }
+        opened += 1;
         let attempt = in_subtransaction(|| {
             Spi::connect_mut(|client| {
                 client
@@ -183,6 +196,10 @@ pub fn delete_in_parts(
         });
         match attempt {
             Ok(deleted) => parts.deleted += deleted,
+            Err(failure) if failure.is_transient() => {
+                pgrx::pg_sys::panic::ErrorReport::new(failure.code, failure.message, "jsonb_ttl")
+                    .report(PgLogLevel::ERROR);
+            }
             Err(failure) if part.len() == 1 => parts.undeletable.push((part[0], failure)),
             Err(_) => {
                 let (head, tail) = part.split_at(part.len() / 2);
@@ -214,8 +231,23 @@ pub fn deferrable_references(table: pg_sys::Oid) -> Option<String> {
     .flatten()
 }
 
+/// `SET CONSTRAINTS ALL IMMEDIATE`, without parsing a statement: in a transaction of the
+/// worker's own, where any deferred check (a constraint trigger's too, or a key on a table an
+/// ON DELETE CASCADE reaches) would otherwise fail the DELETE.
+pub fn check_all_now() {
+    unsafe {
+        let statement = pgrx::PgBox::<pg_sys::ConstraintsSetStmt>::alloc_node(
+            pg_sys::NodeTag::T_ConstraintsSetStmt,
+        );
+        (*statement.as_ptr()).constraints = std::ptr::null_mut(); // ALL
+        (*statement.as_ptr()).deferred = false;
+        pg_sys::AfterTriggerSetState(statement.as_ptr());
+    }
+}
+
 /// Makes the foreign key checks [`deferrable_references`] found immediate for the rest of the
-/// current transaction.
+/// current transaction (the caller's, in `ttl_expire_now`: its other deferred checks are left
+/// alone).
 pub fn check_references_now(constraints: &str) {
     Spi::run(&format!("SET CONSTRAINTS {constraints} IMMEDIATE"))
         .unwrap_or_else(|e| error!("jsonb_ttl: SET CONSTRAINTS {constraints} IMMEDIATE: {e}"));
@@ -332,6 +364,9 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
     };
     // Django's deferrable foreign keys: checked at the end of each DELETE (they stay immediate
     // for the rest of the caller's transaction; the caller's other deferred checks are left alone)
+    if !owner::has_privileges_of(owner) {
+        return 0; // an ALTER TABLE … OWNER TO committed since the caller's rights were checked
+    }
     if let Some(constraints) = deferrable_references(index.table) {
         check_references_now(&constraints);
     }

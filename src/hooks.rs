@@ -140,9 +140,15 @@ unsafe fn permitted(statement: *mut pg_sys::Node, db: pg_sys::Oid) -> bool {
     }
 }
 
-unsafe fn before(pstmt: *mut pg_sys::PlannedStmt) {
+unsafe fn before(pstmt: *mut pg_sys::PlannedStmt, context: pg_sys::ProcessUtilityContext::Type) {
     let statement = unsafe { (*pstmt).utilityStmt };
-    if statement.is_null() {
+    // Not at top level (EXECUTE in a function, a DO block): PostgreSQL refuses DROP, CREATE and
+    // ALTER DATABASE … SET TABLESPACE there, so nobody's worker is told to leave for them.
+    // (RENAME may run there; it is permitted below like at top level.)
+    let top_level = context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL;
+    if statement.is_null()
+        || (!top_level && unsafe { (*statement).type_ } != pg_sys::NodeTag::T_RenameStmt)
+    {
         return;
     }
     let Some(name) = (unsafe { database_needed(statement) }) else {
@@ -173,7 +179,7 @@ unsafe extern "C-unwind" fn process_utility(
     qc: *mut pg_sys::QueryCompletion,
 ) {
     unsafe {
-        before(pstmt);
+        before(pstmt, context);
         match PREVIOUS {
             Some(previous) => previous(
                 pstmt,
@@ -211,7 +217,7 @@ unsafe extern "C-unwind" fn process_utility(
     qc: *mut pg_sys::QueryCompletion,
 ) {
     unsafe {
-        before(pstmt);
+        before(pstmt, context);
         match PREVIOUS {
             Some(previous) => previous(pstmt, query_string, context, params, query_env, dest, qc),
             None => pg_sys::standard_ProcessUtility(

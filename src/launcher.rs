@@ -48,6 +48,8 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     // Databases that need a worker while jsonb_ttl.max_workers run, first come first served,
     // and when each may start again (its last start + frequency): workers take turns.
     let mut queue: Rotation = Rotation::default();
+    // When "no background worker slot" was last logged (at most once a minute).
+    let mut no_slot_logged: Option<Instant> = None;
     let mut last_probe: Option<Instant> = None;
     loop {
         let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
@@ -98,7 +100,15 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
         // A worker that waits for the CREATE EXTENSION's transaction to end, as soon as none
         // runs there (one may be looking at the database right now, before the commit; its
         // exit wakes the launcher). These go first.
-        wanted.retain(|&db, xid| ensure_worker(&mut workers, db, *xid) != Ensured::Started);
+        let mut no_slot = false;
+        wanted.retain(|&db, xid| match ensure_worker(&mut workers, db, *xid) {
+            Ensured::Started => false,
+            Ensured::NoSlot => {
+                no_slot = true;
+                true
+            }
+            _ => true,
+        });
         // A worker that stopped (it yielded its turn, or it crashed) queues its database again,
         // due a frequency after it started.
         let stopped: Vec<Oid> = workers
@@ -128,12 +138,23 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
                 Ensured::Started => queue.started(db, frequency),
                 Ensured::Running => queue.remove(db),
                 Ensured::NotStarted => break,
+                Ensured::NoSlot => {
+                    no_slot = true;
+                    break;
+                }
             }
         }
-        // When jsonb_ttl.max_workers run and databases wait their turn, workers that finish a
-        // pass give theirs up.
+        if no_slot && no_slot_logged.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+            log!(
+                "jsonb_ttl: no background worker slot for a database that waits; workers take \
+                 turns (raise max_worker_processes)"
+            );
+            no_slot_logged = Some(Instant::now());
+        }
+        // When databases wait their turn because jsonb_ttl.max_workers run, or because
+        // max_worker_processes has no slot left, workers that finish a pass give theirs up.
         let at_cap = running_count(&workers) >= gucs::MAX_WORKERS.get() as usize;
-        registry::set_waiting(if at_cap {
+        registry::set_waiting(if at_cap || no_slot {
             queue.due_count() + wanted.len()
         } else {
             0
@@ -184,12 +205,15 @@ impl Rotation {
         self.waiting.iter().filter(|&&db| self.is_due(db)).count()
     }
 
-    /// How long until the next waiting database is due.
+    /// How long until the next waiting database that is not due yet becomes due. (One that is
+    /// due but could not start waits for a worker to stop, which wakes the launcher.)
     fn next_due_in(&self) -> Option<Duration> {
+        let now = Instant::now();
         self.waiting
             .iter()
             .filter_map(|db| self.not_before.get(db))
-            .map(|at| at.saturating_duration_since(Instant::now()))
+            .filter(|&&at| at > now)
+            .map(|&at| at - now)
             .min()
     }
 
@@ -234,9 +258,11 @@ enum Ensured {
     /// A worker was already running there.
     Running,
     Started,
-    /// A statement needs the database to itself (DROP DATABASE…), jsonb_ttl.max_workers run
-    /// already, or no worker slot was free.
+    /// A statement needs the database to itself (DROP DATABASE…), or jsonb_ttl.max_workers
+    /// run already.
     NotStarted,
+    /// No background worker slot was free (max_worker_processes).
+    NoSlot,
 }
 
 /// Starts the worker of `db` unless one is running; `created_by` is the transaction of the
@@ -285,12 +311,7 @@ fn ensure_worker(
         }
         Err(_) => {
             workers.remove(&db);
-            log!(
-                "jsonb_ttl: no background worker slot for database {}; retrying later \
-                 (raise max_worker_processes)",
-                db.to_u32()
-            );
-            Ensured::NotStarted
+            Ensured::NoSlot
         }
     }
 }

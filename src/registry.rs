@@ -31,6 +31,10 @@ pub struct Registry {
     /// since when (ms since the Unix epoch): the launcher starts no worker for them for a while.
     dropping: [(u32, i64); 16],
     launcher_latch: usize,
+    /// Where each database's next pass starts its round-robin (database, index): kept here so
+    /// that a worker that gives its turn up (jsonb_ttl.max_workers) does not start its
+    /// successor at the first table again.
+    next_start: [(u32, u32); MAX_DATABASES],
 }
 
 impl Default for Registry {
@@ -42,6 +46,7 @@ impl Default for Registry {
             without_extension: [(0, 0); 64],
             dropping: [(0, 0); 16],
             launcher_latch: 0,
+            next_start: [(0, 0); MAX_DATABASES],
         }
     }
 }
@@ -94,6 +99,28 @@ pub enum Refused {
     Served(i32),
     /// Every slot is taken.
     Full,
+}
+
+/// Where the next pass of `dboid` starts its round-robin over the TTL tables.
+pub fn next_start(dboid: pg_sys::Oid) -> usize {
+    let registry = REGISTRY.share();
+    registry
+        .next_start
+        .iter()
+        .find(|(db, _)| *db == dboid.to_u32())
+        .map_or(0, |&(_, at)| at as usize)
+}
+
+/// Records where the next pass of `dboid` starts.
+pub fn set_next_start(dboid: pg_sys::Oid, at: usize) {
+    let mut registry = REGISTRY.exclusive();
+    let slot = registry
+        .next_start
+        .iter()
+        .position(|(db, _)| *db == dboid.to_u32())
+        .or_else(|| registry.next_start.iter().position(|(db, _)| *db == 0))
+        .unwrap_or((dboid.to_u32() as usize) % MAX_DATABASES);
+    registry.next_start[slot] = (dboid.to_u32(), at as u32);
 }
 
 /// How many databases a worker serves now.

@@ -262,7 +262,8 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         probes: HashMap::new(),
         frame: Frame::default(),
         undeletable: Undeletable::default(),
-        next_start: 0,
+        // where the previous worker of this database (if it gave its turn up) left off
+        next_start: registry::next_start(dboid),
     };
     loop {
         handle_signals();
@@ -338,7 +339,6 @@ impl Worker {
             }
         };
         let started = Instant::now();
-        self.frame.deferrable.clear();
         self.undeletable
             .retain(|table| indexes.iter().any(|i| i.table == table));
         self.frame.lookup_sql = format!(
@@ -366,7 +366,8 @@ impl Worker {
             }
             handle_signals();
         }
-        self.next_start = self.next_start.wrapping_add(1);
+        self.next_start = self.next_start.wrapping_add(1) % count.max(1);
+        registry::set_next_start(unsafe { pg_sys::MyDatabaseId }, self.next_start);
         stats::record_pass(pass_limited, started.elapsed());
     }
 
@@ -575,19 +576,20 @@ impl Worker {
 }
 
 /// What the batches of a pass keep between them: the prepared catalog lookup of a table's
-/// current expire_after, and each table's deferrable foreign keys (read once per pass).
+/// current expire_after.
 #[derive(Default)]
 struct Frame {
     lookups: HashMap<Oid, Prepared>,
     lookup_sql: String,
-    deferrable: HashMap<Oid, Option<String>>,
 }
 
 /// Runs `f` as one batch of `index`: in its own transaction, within `jsonb_ttl.batch_timeout`;
 /// expire_after read again (so ttl_index_alter and ttl_index_drop take effect mid-pass); the
 /// table locked within `jsonb_ttl.lock_timeout`, then its current names and owner read (an
-/// ALTER TABLE … OWNER TO or a rename since the pass began shows at once); the deferrable
-/// foreign keys that reference it made immediate; then `f(current names, expire_after)` as the
+/// ALTER TABLE … OWNER TO or a rename since the pass began shows at once); every deferrable
+/// check made immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
+/// deferred check cannot be queued in the security-restricted operation a batch runs in, see
+/// [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
 /// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
 /// their planner pins while they are planned, see [`crate::planner`]).
 /// What the owner's code left in the session that its GUC nest level does not undo is
@@ -600,7 +602,6 @@ fn in_batch_frame<R>(
     let Frame {
         lookups,
         lookup_sql,
-        deferrable,
     } = frame;
     let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
     let settings = deleter::batch_settings(&lock_timeout);
@@ -626,13 +627,11 @@ fn in_batch_frame<R>(
             };
             // A partition dropped or detached since the pass began: nothing to purge.
             let current = catalog::with_current_names(index)?;
-            let owner = owner::table_owner(index.table)?;
-            let references = deferrable
-                .entry(index.table)
-                .or_insert_with(|| deleter::deferrable_references(index.table));
-            if let Some(constraints) = references {
-                deleter::check_references_now(constraints);
+            if index.table != index.root && !catalog::is_partition_of(index.table, index.root) {
+                return None; // detached since the pass began: no longer this TTL index's
             }
+            let owner = owner::table_owner(index.table)?;
+            deleter::check_all_now();
             Some(owner::as_table_owner(owner, &settings, || {
                 f(&current, expire_after)
             }))
