@@ -198,6 +198,8 @@ for stmt in "DROP DATABASE sec" "ALTER DATABASE sec RENAME TO sec2" "CREATE DATA
   got=$(outcome mallory postgres "$stmt")
   [ "$got" != ok ] && pass "refused: $stmt ($got)" || fail "mallory ran: $stmt"
 done
+got=$(outcome postgres postgres "DO \$\$ BEGIN EXECUTE 'DROP DATABASE sec'; END \$\$")
+[ "$got" != ok ] && pass "refused even to its owner: DROP DATABASE from a DO block ($got)" || fail "DROP DATABASE ran in a DO block"
 q sec -c "INSERT INTO victim SELECT g, jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 10) g"
 wait_for "the worker purges right after the refused statements" 3 empty victim
 expect_eq "the worker was not stopped by them" "$pid" "$(worker_pid)"
@@ -224,6 +226,22 @@ wait_for "the other tables of the database are still purged" 6 empty victim
 q postgres -c "SELECT pg_cancel_backend($pid)" >/dev/null
 expect_eq "the worker survived timeouts and a cancel mid-batch" "$pid" "$(worker_pid)"
 as mallory sec -c "DROP TABLE e.sleepy" >/dev/null
+# A trigger that refuses one row and sleeps for the others: the failed batch is retried in
+# parts, and the time limit still ends it (a cancel is no row's fault: nothing is set aside).
+as mallory sec -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE e.tricky (id int, doc jsonb);
+SELECT FROM ttl_index_create('e.tricky', 'at', 0);
+CREATE FUNCTION e.refuse_then_sleep() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN IF OLD.id = 1 THEN RAISE EXCEPTION 'not this one'; END IF; PERFORM pg_catalog.pg_sleep(3600); RETURN OLD; END $$;
+CREATE TRIGGER refuse_then_sleep BEFORE DELETE ON e.tricky FOR EACH ROW EXECUTE FUNCTION e.refuse_then_sleep();
+INSERT INTO e.tricky SELECT g, '{"at": "2019-01-01"}' FROM generate_series(1, 6) g;
+SQL
+sleep 3
+q sec -c "INSERT INTO victim SELECT g, jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 10) g"
+wait_for "a split of sleeping rows ends within batch_timeout: the other tables are purged" 6 empty victim
+expect_eq "and none of the sleeping rows was set aside as undeletable" t \
+  "$(q sec -c "SELECT rows_undeletable <= 1 FROM ttl_stats WHERE table_name = 'e.tricky'::regclass")"
+as mallory sec -c "DROP TABLE e.tricky" >/dev/null
 q sec -c "ALTER SYSTEM RESET jsonb_ttl.batch_timeout" -c "SELECT pg_reload_conf()" >/dev/null
 
 echo "-- 6. ALTER TABLE … OWNER TO mid-pass: the next batch runs as the new owner"
