@@ -65,7 +65,17 @@ fn switch_to(role: pg_sys::Oid, extra: u32, guc_level: Option<i32>) -> Restore {
 /// when `f` returns. Everything that reads or deletes a user's table on someone else's behalf
 /// goes through here.
 pub fn as_table_owner<R>(role: pg_sys::Oid, on_top: &[(&CStr, &str)], f: impl FnOnce() -> R) -> R {
-    let settings = role_settings(role);
+    as_table_owner_with(role, &role_settings(role), on_top, f)
+}
+
+/// [`as_table_owner`] with the role's settings already read by [`role_settings`] (the worker
+/// reads them once per pass and owner).
+pub fn as_table_owner_with<R>(
+    role: pg_sys::Oid,
+    settings: &RoleSettings,
+    on_top: &[(&CStr, &str)],
+    f: impl FnOnce() -> R,
+) -> R {
     let level = unsafe { pg_sys::NewGUCNestLevel() };
     let _restore = switch_to(
         role,
@@ -74,7 +84,7 @@ pub fn as_table_owner<R>(role: pg_sys::Oid, on_top: &[(&CStr, &str)], f: impl Fn
     );
     // NULL: back to the reset value, the session's default before any SET
     apply_setting(c"search_path", None);
-    for (name, value) in &settings {
+    for (name, value) in settings {
         apply_setting(name, Some(value));
     }
     for (name, value) in on_top {
@@ -83,6 +93,9 @@ pub fn as_table_owner<R>(role: pg_sys::Oid, on_top: &[(&CStr, &str)], f: impl Fn
     f()
 }
 
+/// A role's settings in this database, as (name, value), most binding first.
+pub type RoleSettings = Vec<(CString, CString)>;
+
 /// Settings an owner section never takes from pg_db_role_setting: the role itself (refused in
 /// a security-restricted operation anyway).
 const NEVER_APPLIED: [&str; 2] = ["role", "session_authorization"];
@@ -90,7 +103,7 @@ const NEVER_APPLIED: [&str; 2] = ["role", "session_authorization"];
 /// The settings `role`'s own session would get in this database from pg_db_role_setting, most
 /// binding first and each name once: `ALTER ROLE … IN DATABASE`, `ALTER ROLE`, `ALTER
 /// DATABASE`, `ALTER ROLE ALL`.
-fn role_settings(role: pg_sys::Oid) -> Vec<(CString, CString)> {
+pub fn role_settings(role: pg_sys::Oid) -> RoleSettings {
     let rows: Vec<String> = Spi::connect(|client| {
         client
             .select(

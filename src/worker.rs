@@ -341,6 +341,7 @@ impl Worker {
         let started = Instant::now();
         self.undeletable
             .retain(|table| indexes.iter().any(|i| i.table == table));
+        self.frame.role_settings.clear();
         self.frame.lookup_sql = format!(
             "SELECT expire_after FROM {ext}.ttl_index \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
@@ -379,6 +380,7 @@ impl Worker {
     /// `jsonb_ttl.batch_timeout`, every table does.
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
         let probes = &mut self.probes;
+        let role_settings = &mut self.frame.role_settings;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
         let probed = in_transaction(|| {
@@ -387,6 +389,9 @@ impl Worker {
                 indexes
                     .iter()
                     .map(|index| {
+                        if index.foreign {
+                            return false; // never read through a foreign data wrapper
+                        }
                         let Ok(sql) = deleter::probe_sql(ext, index) else {
                             return true; // purge() reports why
                         };
@@ -402,7 +407,10 @@ impl Worker {
                         let Some(owner) = owner::table_owner(index.table) else {
                             return false; // dropped since the pass began
                         };
-                        owner::as_table_owner(owner, &settings, || {
+                        let owner_settings = role_settings
+                            .entry(owner)
+                            .or_insert_with(|| owner::role_settings(owner));
+                        owner::as_table_owner_with(owner, owner_settings, &settings, || {
                             let statement =
                                 prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
                             Spi::connect(|client| {
@@ -576,11 +584,13 @@ impl Worker {
 }
 
 /// What the batches of a pass keep between them: the prepared catalog lookup of a table's
-/// current expire_after.
+/// current expire_after, and each owner's settings (read once per pass: an `ALTER ROLE … SET`
+/// takes effect at the next pass).
 #[derive(Default)]
 struct Frame {
     lookups: HashMap<Oid, Prepared>,
     lookup_sql: String,
+    role_settings: HashMap<Oid, owner::RoleSettings>,
 }
 
 /// Runs `f` as one batch of `index`: in its own transaction, within `jsonb_ttl.batch_timeout`;
@@ -602,6 +612,7 @@ fn in_batch_frame<R>(
     let Frame {
         lookups,
         lookup_sql,
+        role_settings,
     } = frame;
     let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
     let settings = deleter::batch_settings(&lock_timeout);
@@ -632,9 +643,15 @@ fn in_batch_frame<R>(
             }
             let owner = owner::table_owner(index.table)?;
             deleter::check_all_now();
-            Some(owner::as_table_owner(owner, &settings, || {
-                f(&current, expire_after)
-            }))
+            let owner_settings = role_settings
+                .entry(owner)
+                .or_insert_with(|| owner::role_settings(owner));
+            Some(owner::as_table_owner_with(
+                owner,
+                owner_settings,
+                &settings,
+                || f(&current, expire_after),
+            ))
         })
     });
     owner::release_session_state();

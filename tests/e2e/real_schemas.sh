@@ -124,4 +124,16 @@ restarted() { local p; p=$(pid_of worker shop); [ -n "$p" ] && [ "$p" != "$worke
 wait_for "a terminated worker is started again" 10 restarted
 q shop -c "SET ROLE alice" -c "INSERT INTO audited SELECT g, $(expired) FROM generate_series(1, 10) g" >/dev/null
 wait_for "and purges" 5 left_is audited 0
+
+echo "-- an invalid database (an interrupted DROP DATABASE, datconnlimit = -2) gets no worker"
+q postgres -c "CREATE DATABASE half_dropped"
+q half_dropped -c "CREATE EXTENSION jsonb_ttl"
+served() { [ "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'half_dropped'")" = "$1" ]; }
+wait_for "a worker serves it while it is valid" 5 served 1
+q postgres -c "UPDATE pg_database SET datconnlimit = -2 WHERE datname = 'half_dropped'"
+wait_for "marked invalid: its worker leaves" 5 served 0
+sleep 2
+expect_eq "and none starts again" 0 \
+  "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname = 'half_dropped'")"
+q postgres -c "DROP DATABASE half_dropped"
 finish
