@@ -505,21 +505,21 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
 
 /// The oldest reference time of `target` (the TTL index of `tbl`, or one of its partitions) that
 /// is already expired and still present: how far the worker lags. NULL when nothing is
-/// expired, or when the caller may not read the table, or row security applies to the caller
-/// there (the owner's view would show what the policies hide). Read as the table's owner (its
+/// expired, or when the caller may not read the table, or row security applies to a caller
+/// who is not its owner (the owner's view would show what the policies hide). Read as the table's owner (its
 /// row security policies, if forced, are the owner's code), read once the table is locked,
 /// whoever queries `ttl_stats`.
 #[pg_extern(stable, parallel_safe, name = "_ttl_oldest_expired")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
-    let readable = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text) \
-            AND NOT pg_catalog.row_security_active($1)",
+    let access = Spi::get_two_with_args::<bool, bool>(
+        "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
+                pg_catalog.row_security_active($1)",
         &[target.into()],
     );
-    if readable != Ok(Some(true)) {
+    let Ok((Some(true), Some(row_security))) = access else {
         return None;
-    }
+    };
     let ext = catalog::extension_schema();
     let index = catalog::load(&ext, Some(tbl), Scope::Targets)
         .into_iter()
@@ -539,6 +539,9 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     );
     unsafe { pgrx::pg_sys::LockRelationOid(target, pgrx::pg_sys::AccessShareLock as _) };
     let owner = owner::table_owner(target)?;
+    if row_security && !owner::has_privileges_of(owner) {
+        return None; // read as the owner, it would show what the caller's policies hide
+    }
     owner::as_table_owner(owner, &[], || {
         Spi::get_one_with_args::<TimestampWithTimeZone>(&sql, &[index.expire_after.into()])
             .ok()
