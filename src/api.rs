@@ -524,13 +524,7 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
     let index = catalog::load(&ext, Some(tbl), Scope::Targets)
         .into_iter()
         .find(|index| index.table == target && !index.foreign)?;
-    let reference = catalog::reference_expr(
-        &ext,
-        &index.resolved,
-        index.unit,
-        index.time_zone.as_deref(),
-    )
-    .ok()?;
+    let reference = index.reference(&ext).ok()?;
     let sql = format!(
         "{}SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         crate::planner::MARKER,

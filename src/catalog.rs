@@ -36,6 +36,18 @@ pub struct TtlIndex {
     pub foreign: bool,
 }
 
+impl TtlIndex {
+    /// The SQL expression of this TTL index's reference time (see [`reference_expr`]).
+    pub fn reference(&self, ext_schema: &str) -> Result<String, String> {
+        reference_expr(
+            ext_schema,
+            &self.resolved,
+            self.unit,
+            self.time_zone.as_deref(),
+        )
+    }
+}
+
 /// The schema the extension lives in, quoted, or `None` where it is not created; the worker
 /// never assumes `public`.
 pub fn find_extension_schema() -> Option<String> {

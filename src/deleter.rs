@@ -47,12 +47,7 @@ use std::ffi::CStr;
 /// 5M rows, against 0.05 ms through the index). Selecting `ctid` keeps it a plain index scan,
 /// which marks the entries of rows deleted earlier as dead as it passes them.
 pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = catalog::reference_expr(
-        ext_schema,
-        &index.resolved,
-        index.unit,
-        index.time_zone.as_deref(),
-    )?;
+    let reference = index.reference(ext_schema)?;
     Ok(format!(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         index.qualified_table,
@@ -83,12 +78,7 @@ pub struct Outcome {
 /// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere
 /// and the rows set aside because they cannot be deleted (`$3 tid[]`).
 pub fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = catalog::reference_expr(
-        ext_schema,
-        &index.resolved,
-        index.unit,
-        index.time_zone.as_deref(),
-    )?;
+    let reference = index.reference(ext_schema)?;
     Ok(format!(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {} AND ctid OPERATOR(pg_catalog.<>) ALL ($3) \
          ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
@@ -99,12 +89,7 @@ pub fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
 
 /// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
 pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = catalog::reference_expr(
-        ext_schema,
-        &index.resolved,
-        index.unit,
-        index.time_zone.as_deref(),
-    )?;
+    let reference = index.reference(ext_schema)?;
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})) AND {}",
         index.qualified_table,
@@ -133,12 +118,7 @@ pub const BATCH_ARGS: [PgBuiltInOids; 3] = [
 /// The DELETE of given rows, still expired (parameters: `$1 interval` expire_after, `$2 tid[]`
 /// the rows): how a failed batch is retried in parts (see [`delete_in_parts`]).
 pub fn delete_rows_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = catalog::reference_expr(
-        ext_schema,
-        &index.resolved,
-        index.unit,
-        index.time_zone.as_deref(),
-    )?;
+    let reference = index.reference(ext_schema)?;
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
         index.qualified_table,
