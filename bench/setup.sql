@@ -11,32 +11,40 @@ LANGUAGE sql IMMUTABLE AS $$
     'n', g)
 $$;
 
--- A fresh table of n documents, the first `expired` of them created two days ago (expired
--- under a 1-hour TTL), the rest in the future; with its TTL index (1 hour).
-CREATE PROCEDURE bench_table(name text, n bigint, expired bigint)
+-- A fresh table of n documents, `expired` of them created two days ago (expired under a 1-hour
+-- TTL), the rest in the future; with its TTL index (1 hour). Layout 'contiguous': the expired
+-- rows come first in the heap; 'interleaved': expired and live rows alternate (until the
+-- expired ones run out), as on a table written continuously.
+CREATE PROCEDURE bench_table(name text, n bigint, expired bigint, layout text DEFAULT 'contiguous')
 LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE format('DROP TABLE IF EXISTS %I', name);
   EXECUTE format('CREATE TABLE %I (id bigserial PRIMARY KEY, doc jsonb NOT NULL)', name);
   EXECUTE format($q$INSERT INTO %I (doc)
-                    SELECT bench_doc(g, CASE WHEN g <= $2 THEN now() - interval '2 days' + g * interval '1 ms'
+                    SELECT bench_doc(g, CASE WHEN is_expired THEN now() - interval '2 days' + g * interval '1 ms'
                                              ELSE now() + g * interval '1 ms' END)
-                    FROM generate_series(1, $1) g$q$, name) USING n, expired;
+                    FROM generate_series(1, $1) g,
+                         LATERAL (SELECT CASE $3 WHEN 'interleaved' THEN mod(g, 2) = 0 AND g / 2 <= $2
+                                                 ELSE g <= $2 END AS is_expired) e$q$, name)
+    USING n, expired, layout;
   PERFORM ttl_index_create(name, 'creationDate', interval '1 hour');
   EXECUTE format('ANALYZE %I', name);
 END $$;
 
--- What a user writes by hand: batches through the same expression index, a commit each.
+-- The loop a careful DBA writes: the worker's own statement shape (pick through the same
+-- index, FOR UPDATE SKIP LOCKED, delete by ctid, expiry re-checked), a COMMIT per batch.
 CREATE PROCEDURE purge_by_hand(tbl regclass, batch int)
 LANGUAGE plpgsql AS $$
 DECLARE n bigint;
 BEGIN
   LOOP
-    EXECUTE format($q$DELETE FROM %s WHERE id IN (
-                        SELECT id FROM %s WHERE ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour'
-                        ORDER BY ttl_timestamp(doc -> 'creationDate') LIMIT $1)$q$, tbl, tbl) USING batch;
+    EXECUTE format($q$DELETE FROM %s WHERE ctid = ANY (ARRAY(
+                        SELECT ctid FROM %s WHERE ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour'
+                        ORDER BY ttl_timestamp(doc -> 'creationDate') LIMIT $1 FOR UPDATE SKIP LOCKED))
+                      AND ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour'$q$, tbl, tbl)
+      USING batch;
     GET DIAGNOSTICS n = ROW_COUNT;
     COMMIT;
-    EXIT WHEN n < batch;
+    EXIT WHEN n = 0;
   END LOOP;
 END $$;
