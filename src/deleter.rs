@@ -7,7 +7,7 @@
 //! WHERE ctid = ANY (ARRAY(
 //!         SELECT ctid FROM ONLY tbl
 //!         WHERE <reference> < now() - $1      -- through the TTL index, oldest first
-//!           AND ctid <> ALL ($3)              -- rows set aside (they cannot be deleted)
+//!           [AND ctid <> ALL ($3)]            -- rows set aside, when there are any
 //!         ORDER BY <reference> LIMIT $2
 //!         FOR UPDATE SKIP LOCKED))            -- rows busy elsewhere are left for later
 //!   AND <reference> < now() - $1              -- re-checked on the row version deleted
@@ -76,11 +76,20 @@ pub struct Outcome {
 }
 
 /// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere
-/// and the rows set aside because they cannot be deleted (`$3 tid[]`).
-pub fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+/// and, when `skip_set_aside`, the rows set aside because they cannot be deleted (`$3 tid[]`;
+/// a statement of its own, so that the common case pays no per-row test for an empty list).
+pub fn pick_sql(
+    ext_schema: &str,
+    index: &TtlIndex,
+    skip_set_aside: bool,
+) -> Result<String, String> {
     let reference = index.reference(ext_schema)?;
+    let set_aside = match skip_set_aside {
+        true => " AND ctid OPERATOR(pg_catalog.<>) ALL ($3)",
+        false => "",
+    };
     Ok(format!(
-        "{MARKER}SELECT ctid FROM ONLY {} WHERE {} AND ctid OPERATOR(pg_catalog.<>) ALL ($3) \
+        "{MARKER}SELECT ctid FROM ONLY {} WHERE {}{set_aside} \
          ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
         catalog::expired_condition(&reference)
@@ -88,22 +97,30 @@ pub fn pick_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
 }
 
 /// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
-pub fn batch_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+pub fn batch_sql(
+    ext_schema: &str,
+    index: &TtlIndex,
+    skip_set_aside: bool,
+) -> Result<String, String> {
     let reference = index.reference(ext_schema)?;
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})) AND {}",
         index.qualified_table,
-        pick_sql(ext_schema, index)?,
+        pick_sql(ext_schema, index, skip_set_aside)?,
         catalog::expired_condition(&reference)
     ))
 }
 
 /// The first statement of a counting batch: locks the rows the batch statement will pick, and
 /// counts them (same parameters).
-pub fn pick_count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+pub fn pick_count_sql(
+    ext_schema: &str,
+    index: &TtlIndex,
+    skip_set_aside: bool,
+) -> Result<String, String> {
     Ok(format!(
         "{MARKER}SELECT pg_catalog.count(*) FROM ({}) picked",
-        pick_sql(ext_schema, index)?
+        pick_sql(ext_schema, index, skip_set_aside)?
     ))
 }
 
@@ -363,8 +380,8 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
                         )
                     })
             };
-            let delete = prepare(batch_sql(ext_schema, &index));
-            let pick_count = prepare(pick_count_sql(ext_schema, &index));
+            let delete = prepare(batch_sql(ext_schema, &index, false));
+            let pick_count = prepare(pick_count_sql(ext_schema, &index, false));
             let mut purge = Purge::default();
             let mut removed: u64 = 0;
             let mut size = batch_size;

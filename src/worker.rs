@@ -518,11 +518,12 @@ impl Worker {
         let set_aside = self.undeletable.rows(index.table);
         in_batch_frame(&mut self.frame, index, |current, expire_after| {
             let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
-            let delete = sql(deleter::batch_sql(ext, current));
+            let skip = !set_aside.is_empty();
+            let delete = sql(deleter::batch_sql(ext, current, skip));
             let args = &deleter::BATCH_ARGS;
             prepare_into(statements, (index.table, Batch::Plain), &delete, args);
             if batch == Batch::Counting {
-                let pick_count = sql(deleter::pick_count_sql(ext, current));
+                let pick_count = sql(deleter::pick_count_sql(ext, current, skip));
                 prepare_into(
                     statements,
                     (index.table, Batch::Counting),
@@ -553,7 +554,7 @@ impl Worker {
         let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
         let parts = in_batch_frame(&mut self.frame, index, |current, expire_after| {
             let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
-            let pick = sql(deleter::pick_sql(ext, current));
+            let pick = sql(deleter::pick_sql(ext, current, true));
             let delete_rows = sql(deleter::delete_rows_sql(ext, current));
             let rows: Vec<pg_sys::ItemPointerData> = Spi::connect_mut(|client| {
                 client
