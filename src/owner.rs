@@ -185,14 +185,11 @@ pub fn table_owner(table: pg_sys::Oid) -> Option<pg_sys::Oid> {
 }
 
 /// Releases what the owner's code may have left in a long-lived session that a GUC nest level
-/// does not undo: session-level advisory locks and prepared statements (the worker holds none
-/// of its own). Listening, temporary objects and cursors WITH HOLD are refused inside a
+/// does not undo: session-level advisory locks (the worker holds none of its own). PREPARE,
+/// DEALLOCATE, LISTEN, DISCARD, temporary objects and cursors WITH HOLD are refused inside a
 /// security-restricted operation in the first place.
 pub fn release_session_state() {
-    unsafe {
-        pg_sys::LockReleaseSession(pg_sys::USER_LOCKMETHOD as pg_sys::LOCKMETHODID);
-        pg_sys::DropAllPreparedStatements();
-    }
+    unsafe { pg_sys::LockReleaseSession(pg_sys::USER_LOCKMETHOD as pg_sys::LOCKMETHODID) };
 }
 
 /// The role the session acts as now (`current_user`).
