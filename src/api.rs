@@ -193,6 +193,20 @@ fn choose_index_name(table: &Table) -> String {
     unreachable!()
 }
 
+/// Builds the TTL index `name` of `table` on `reference`, partial on its being known. A
+/// partitioned table's index covers every partition, now and future; a plain table's stays off
+/// legacy inheritance children, which are not part of this TTL index.
+fn build_index(table: &Table, name: &str, reference: &str) {
+    let only = if table.partitioned { "" } else { "ONLY" };
+    Spi::run(&format!(
+        "CREATE INDEX {} ON {only} {}.{} ({reference}) WHERE {reference} IS NOT NULL",
+        quote_identifier(name),
+        quote_identifier(&table.schema),
+        quote_identifier(&table.relname),
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
+}
+
 fn warn_unless_preloaded() {
     if !crate::preloaded() {
         pgrx::pg_sys::panic::ErrorReport::new(
@@ -318,16 +332,7 @@ fn ttl_index_create_in_zone(
     let index_name = choose_index_name(&table);
     let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
         .expect("path resolution accepts only columns that hold a time");
-    // A partitioned table's index covers every partition, now and future; a plain table's
-    // stays off legacy inheritance children, which are not part of this TTL index.
-    let only = if table.partitioned { "" } else { "ONLY" };
-    Spi::run(&format!(
-        "CREATE INDEX {} ON {only} {}.{} ({reference}) WHERE {reference} IS NOT NULL",
-        quote_identifier(&index_name),
-        quote_identifier(&table.schema),
-        quote_identifier(&table.relname),
-    ))
-    .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
+    build_index(&table, &index_name, &reference);
 
     let json_path: Vec<String> = resolved.json_path.clone();
     let zone_column = if zoned_catalog { ", time_zone" } else { "" };
@@ -402,14 +407,8 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     let reference = catalog::reference_expr(&ext, &current.resolved, current.unit, Some(&zone))
         .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
     let building = choose_index_name(&table);
-    let only = if table.partitioned { "" } else { "ONLY" };
+    build_index(&table, &building, &reference);
     let schema = quote_identifier(&table.schema);
-    Spi::run(&format!(
-        "CREATE INDEX {} ON {only} {schema}.{} ({reference}) WHERE {reference} IS NOT NULL",
-        quote_identifier(&building),
-        quote_identifier(&table.relname),
-    ))
-    .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
     // The catalog follows the new index first, so that dropping the old one (which the sql_drop
     // event trigger watches) keeps the entry, then takes the old name back with it.
     let record = |zone: &str, index_name: &str| {
@@ -506,9 +505,9 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
 /// The oldest reference time of `target` (the TTL index of `tbl`, or one of its partitions) that
 /// is already expired and still present: how far the worker lags. NULL when nothing is
 /// expired, or when the caller may not read the table, or row security applies to a caller
-/// who is not its owner (the owner's view would show what the policies hide). Read as the table's owner (its
-/// row security policies, if forced, are the owner's code), read once the table is locked,
-/// whoever queries `ttl_stats`.
+/// who is not its owner (the owner's view would show what the policies hide). Read as the
+/// table's owner (its row security policies, if forced, are the owner's code), known once the
+/// table is locked, whoever queries `ttl_stats`.
 #[pg_extern(stable, parallel_safe, name = "_ttl_oldest_expired")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {

@@ -192,11 +192,6 @@ pub fn release_session_state() {
     unsafe { pg_sys::LockReleaseSession(pg_sys::USER_LOCKMETHOD as pg_sys::LOCKMETHODID) };
 }
 
-/// The role the session acts as now (`current_user`).
-pub fn current_user() -> pg_sys::Oid {
-    unsafe { pg_sys::GetUserId() }
-}
-
 /// Whether the current role has the privileges of `owner` (owns the object, as CREATE INDEX
 /// requires): a member of the owning role, or a superuser.
 pub fn has_privileges_of(owner: pg_sys::Oid) -> bool {

@@ -32,14 +32,14 @@ pub fn reload_config_if_asked() {
 /// reloads the configuration. A cancel (`pg_cancel_backend`, SIGINT) that arrives while no
 /// batch runs has nothing to cancel and is dropped, as an idle backend drops it: raised here,
 /// outside any transaction, it would end the worker.
-pub fn handle_signals() {
+fn handle_signals() {
     ignore_idle_cancel();
     pgrx::check_for_interrupts!();
     reload_config_if_asked();
 }
 
 /// Drops a pending query cancel; for code that runs outside any transaction.
-pub fn ignore_idle_cancel() {
+fn ignore_idle_cancel() {
     unsafe {
         if pg_sys::QueryCancelPending != 0 {
             pg_sys::QueryCancelPending = 0;
