@@ -38,7 +38,7 @@ SOCK=$(scripts/cluster.sh dir "$NAME")/sock
 psql() { "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
 db() { PGOPTIONS="-c client_min_messages=warning" psql -d bench -At "$@"; }
 pgbench() { "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -U postgres "$@"; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
 set_guc() { db -c "ALTER SYSTEM SET $1 = '$2'" -c "SELECT pg_reload_conf()" >/dev/null; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
 
@@ -62,17 +62,19 @@ time_query() {
   printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
-# Milliseconds until the worker has removed every expired row of TABLE (enabled on, then off).
+# Milliseconds the worker takes to remove every expired row of TABLE, from the start of its
+# first batch to the end of its last (bench_clock, bench/setup.sql), enabled for the drain only.
+# Watched every 0.2 s from outside, which takes no CPU worth mentioning from the worker and holds
+# no snapshot that would keep its dead rows alive; the watching adds nothing to the figure.
 worker_drain_ms() {
-  local table=$1 start
-  db -c "VACUUM ANALYZE $table" -c "CHECKPOINT"
-  start=$(now_ms)
+  local table=$1
   set_guc jsonb_ttl.enabled on
   until [ "$(db -c "SELECT count(*) = 0 FROM (SELECT 1 FROM $table WHERE ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour' ORDER BY ttl_timestamp(doc -> 'creationDate') LIMIT 1) t")" = t ]; do
-    sleep 0.01
+    sleep 0.2
   done
-  echo $(($(now_ms) - start))
+  sleep 0.3  # the batches that find nothing left, and end the visit, come just after
   set_guc jsonb_ttl.enabled off
+  db -c "SELECT bench_drain_ms('$table')"
 }
 
 worker_settings() {  # a fast, unlimited worker for the throughput cases (10 ms wake-up)
@@ -113,56 +115,44 @@ if wanted purge; then
   wal() { db -c "SELECT wal_bytes || ' ' || wal_fpi FROM pg_stat_wal"; }
   per_s() { awk -v r="$expired" -v ms="$1" 'BEGIN {printf "%.0f rows/s", r / ms * 1000}'; }
   per_row() { awk -v r="$expired" -v b="$1" -v f="$2" 'BEGIN {printf "%.0f B/row, %.2f fpi/row", b / r, f / r}'; }
-  # The worker's drain alone (the table is vacuumed and checkpointed before): from the reload
-  # that enables it to the end of the visit that removed the last expired row, by the server's
-  # clock (ttl_stats.last_run_at); watched every 0.2 s from outside, which takes no CPU worth
-  # mentioning from the worker and holds no snapshot that would keep its dead rows alive.
-  drain() {
-    local t0 t1
-    t0=$(db -c "ALTER SYSTEM SET jsonb_ttl.enabled = on" -c "SELECT pg_reload_conf()" \
-            -c "SELECT extract(epoch FROM clock_timestamp())" | tail -1)
-    until [ "$(db -c "SELECT count(*) = 0 FROM (SELECT 1 FROM $1 WHERE ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour' ORDER BY ttl_timestamp(doc -> 'creationDate') LIMIT 1) t")" = t ]; do
-      sleep 0.2
-    done
-    sleep 0.1  # the visit ends, and is recorded, just after its last batch commits
-    t1=$(db -c "SELECT extract(epoch FROM last_run_at) FROM ttl_stats WHERE table_name = '$1'::regclass")
-    set_guc jsonb_ttl.enabled off
-    awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%d", (b - a) * 1000}'
+  hand_drain_ms() { db -c "CALL purge_by_hand('$1', $2)" -c "SELECT bench_drain_ms('$1')"; }
+  naive_ms() {
+    db -c "DELETE FROM $1 WHERE (doc ->> 'creationDate')::timestamptz < now() - interval '1 hour'" \
+       -c "SELECT bench_drain_ms('$1')"
   }
-  # Runs "$@" (a shell command) and prints: ms wal_bytes wal_fpi. The ms are what the command
-  # printed, if anything (drain), or the wall clock around it.
+  # Runs "$@" (a command that prints its drain time in ms, from bench_clock) and prints:
+  # ms wal_bytes wal_fpi.
   measured() {
-    local w0 w1 start ms out
-    w0=$(wal); start=$(now_ms)
-    out=$("$@" | tail -1)
-    ms=$(($(now_ms) - start)); w1=$(wal)
-    [[ "$out" =~ ^[0-9]+$ ]] && ms=$out
+    local w0 w1 ms
+    w0=$(wal)
+    ms=$("$@" | tail -1)
+    w1=$(wal)
     echo "$ms $(awk -v a="$w0" -v b="$w1" 'BEGIN {split(a, x, " "); split(b, y, " "); print y[1] - x[1], y[2] - x[2]}')"
   }
   for layout in contiguous interleaved; do
     for batch in 1000 10000; do
       set_guc jsonb_ttl.batch_size $batch
       db -c "CALL bench_table('purge_worker', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_worker" -c "CHECKPOINT"
-      read -r w_ms w_bytes w_fpi <<<"$(measured drain purge_worker)"
+      read -r w_ms w_bytes w_fpi <<<"$(measured worker_drain_ms purge_worker)"
       db -c "DROP TABLE purge_worker"
       db -c "CALL bench_table('purge_hand', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_hand" -c "CHECKPOINT"
-      read -r h_ms h_bytes h_fpi <<<"$(measured db -c "CALL purge_by_hand('purge_hand', $batch)")"
+      read -r h_ms h_bytes h_fpi <<<"$(measured hand_drain_ms purge_hand "$batch")"
       db -c "DROP TABLE purge_hand"
       result "purge $expired of $n, $layout, batch $batch" "$(per_s "$w_ms")" "$(per_s "$h_ms")" "$(ratio "$h_ms" "$w_ms")" ">= 1.00x the hand loop"
       result "  WAL: worker | hand loop" "$(per_row "$w_bytes" "$w_fpi")" "$(per_row "$h_bytes" "$h_fpi")" "$(ratio "$w_bytes" "$h_bytes")" "<= 1.00x the hand loop"
     done
     db -c "CALL bench_table('purge_naive', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_naive" -c "CHECKPOINT"
-    read -r n_ms n_bytes n_fpi <<<"$(measured db -c "DELETE FROM purge_naive WHERE (doc ->> 'creationDate')::timestamptz < now() - interval '1 hour'")"
+    read -r n_ms n_bytes n_fpi <<<"$(measured naive_ms purge_naive)"
     db -c "DROP TABLE purge_naive"
     set_guc jsonb_ttl.batch_size "$default_batch"
     db -c "CALL bench_table('purge_worker', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_worker" -c "CHECKPOINT"
-    read -r d_ms d_bytes d_fpi <<<"$(measured drain purge_worker)"
+    read -r d_ms d_bytes d_fpi <<<"$(measured worker_drain_ms purge_worker)"
     db -c "DROP TABLE purge_worker"
     result "  $layout: worker (batch $default_batch) vs one naive DELETE" "$(per_s "$d_ms")" "$(per_s "$n_ms")" "$(ratio "$n_ms" "$d_ms")" ">= 0.90x the naive DELETE"
     result "  WAL: worker | naive DELETE" "$(per_row "$d_bytes" "$d_fpi")" "$(per_row "$n_bytes" "$n_fpi")" "$(ratio "$d_bytes" "$n_bytes")" "<= 1.15x the naive DELETE"
   done
   db -c "CALL bench_table('purge_now', $n, $expired)" -c "VACUUM ANALYZE purge_now" -c "CHECKPOINT"
-  read -r c_ms _ _ <<<"$(measured db -c "SELECT FROM ttl_expire_now('purge_now')")"
+  read -r c_ms _ _ <<<"$(measured db -c "SELECT FROM ttl_expire_now('purge_now')" -c "SELECT bench_drain_ms('purge_now')")"
   db -c "DROP TABLE purge_now"
   result "  ttl_expire_now(), one call, contiguous" "$(per_s "$c_ms")" "(see naive)" "" "(information)"
   set_guc fsync off
@@ -286,7 +276,7 @@ if wanted growth; then
   worker_settings
   per_row_us() {
     local n=$1 ms
-    db -c "CALL bench_table('growth', $n, $expired)"
+    db -c "CALL bench_table('growth', $n, $expired)" -c "VACUUM ANALYZE growth" -c "CHECKPOINT"
     ms=$(worker_drain_ms growth)
     db -c "DROP TABLE growth"
     awk -v ms="$ms" -v r="$expired" 'BEGIN {printf "%.2f", ms * 1000 / r}'
@@ -322,7 +312,7 @@ if wanted batch; then
   declare -A drain
   for b in 100 1000 10000; do
     set_guc jsonb_ttl.batch_size $b
-    db -c "CALL bench_table('batches', $n, $n)"
+    db -c "CALL bench_table('batches', $n, $n)" -c "VACUUM ANALYZE batches" -c "CHECKPOINT"
     drain[$b]=$(worker_drain_ms batches)
     db -c "DROP TABLE batches"
   done

@@ -11,6 +11,23 @@ LANGUAGE sql IMMUTABLE AS $$
     'n', g)
 $$;
 
+-- The drain clock: every DELETE statement on a bench table (a batch of the worker or of the hand
+-- loop, or the naive DELETE) records when its transaction began (the first one's is kept) and
+-- when it ended, so a drain is timed from its first batch to its last, by the server's clock,
+-- whoever runs it. Unlogged: it adds no WAL to the figures. Both sides pay the same trigger.
+CREATE UNLOGGED TABLE bench_clock (tbl text PRIMARY KEY, first_batch timestamptz, last_batch timestamptz);
+CREATE FUNCTION bench_clock_tick() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.bench_clock VALUES (TG_TABLE_NAME, now(), clock_timestamp())
+    ON CONFLICT (tbl) DO UPDATE SET last_batch = excluded.last_batch;
+  RETURN NULL;
+END $$;
+
+-- Milliseconds from the first batch's start to the last batch's end on table `name`.
+CREATE FUNCTION bench_drain_ms(name text) RETURNS bigint LANGUAGE sql AS $$
+  SELECT round(extract(epoch FROM last_batch - first_batch) * 1000) FROM bench_clock WHERE tbl = name
+$$;
+
 -- A fresh table of n documents, `expired` of them created two days ago (expired under a 1-hour
 -- TTL), the rest in the future; with its TTL index (1 hour). Layout 'contiguous': the expired
 -- rows come first in the heap; 'interleaved': expired and live rows alternate (until the
@@ -28,6 +45,8 @@ BEGIN
                                                  ELSE g <= $2 END AS is_expired) e$q$, name)
     USING n, expired, layout;
   PERFORM ttl_index_create(name, 'creationDate', interval '1 hour');
+  EXECUTE format('CREATE TRIGGER bench_clock AFTER DELETE ON %I FOR EACH STATEMENT EXECUTE FUNCTION bench_clock_tick()', name);
+  DELETE FROM bench_clock WHERE tbl = name;
   EXECUTE format('ANALYZE %I', name);
 END $$;
 

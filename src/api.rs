@@ -491,7 +491,8 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
             .filter(|index| owner::has_privileges_of(index.owner))
             .collect(),
     };
-    let batch_size = gucs::BATCH_SIZE.get() as i64;
+    // the worker's first batch of a table it has not sized yet
+    let batch_size = crate::batch_size::FIRST_ROWS.min(gucs::BATCH_SIZE.get() as i64);
     let mut removed: i64 = 0;
     for index in &indexes {
         if removed >= max_rows {

@@ -8,17 +8,21 @@
 //!         SELECT ctid FROM ONLY tbl
 //!         WHERE <reference> < now() - $1      -- through the TTL index, oldest first
 //!           [AND ctid <> ALL ($3)]            -- rows set aside, when there are any
-//!         ORDER BY <reference> LIMIT $2
+//!         LIMIT $2
 //!         FOR UPDATE SKIP LOCKED))            -- rows busy elsewhere are left for later
-//!   AND <reference> < now() - $1              -- re-checked on the row version deleted
 //! ```
 //!
 //! (shown unqualified: the statements themselves name every function, cast and operator by
 //! schema, `OPERATOR(pg_catalog.<)`, `pg_catalog.now()`, so no search_path redirects them).
 //!
 //! `FOR UPDATE` in READ COMMITTED re-evaluates the condition on the newest version of a row it
-//! locks, and the DELETE checks it again on the version it removes, so a row whose date was
-//! moved into the future after being found is never removed.
+//! locks, so a row whose date was moved into the future after being found is never locked, and
+//! a row it locks stays as it is until the batch commits: no other transaction can change it
+//! between the pick and the DELETE. So the DELETE does not evaluate the condition again (that
+//! would parse every document twice). When the pick had to follow a row to a version committed
+//! after the statement's snapshot, the DELETE, which reads by that snapshot, does not see the
+//! version and removes nothing: the row, still expired, is picked again by the next batch.
+//! `tests/isolation` pins these cases.
 //!
 //! A batch that removes fewer rows than asked usually means the table is drained. But rows a
 //! DELETE trigger keeps (it returns NULL), or whose date moved meanwhile, make it short too, and
@@ -78,6 +82,11 @@ pub struct Outcome {
 /// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere
 /// and, when `skip_set_aside`, the rows set aside because they cannot be deleted (`$3 tid[]`;
 /// a statement of its own, so that the common case pays no per-row test for an empty list).
+///
+/// Oldest first is the order of the forward index scan that the planner pins make the only
+/// plan ([`crate::planner`]: no sequential or bitmap scan, no sort). There is no `ORDER BY`: it
+/// would compute every row's reference time once more, for a sort column nothing sorts on
+/// (`tests/pg_regress/expected/deleter.out` pins the plan).
 pub fn pick_sql(
     ext_schema: &str,
     index: &TtlIndex,
@@ -90,7 +99,7 @@ pub fn pick_sql(
     };
     Ok(format!(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {}{set_aside} \
-         ORDER BY {reference} LIMIT $2 FOR UPDATE SKIP LOCKED",
+         LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
         catalog::expired_condition(&reference)
     ))
@@ -102,12 +111,10 @@ pub fn batch_sql(
     index: &TtlIndex,
     skip_set_aside: bool,
 ) -> Result<String, String> {
-    let reference = index.reference(ext_schema)?;
     Ok(format!(
-        "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})) AND {}",
+        "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({}))",
         index.qualified_table,
         pick_sql(ext_schema, index, skip_set_aside)?,
-        catalog::expired_condition(&reference)
     ))
 }
 
@@ -343,7 +350,9 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 /// (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
 /// superuser). The owner is read once the table is locked. Foreign partitions are skipped.
 ///
-/// The statements start at `batch_size` rows and double, up to `MAX_STATEMENT_ROWS`. In one
+/// The statements start at `batch_size` rows (the caller passes the worker's first batch size,
+/// [`crate::batch_size::FIRST_ROWS`] or `jsonb_ttl.batch_size` if smaller) and double, up to
+/// `MAX_STATEMENT_ROWS`. In one
 /// transaction the index entries of rows an earlier statement removed stay (they are dead to
 /// no one else yet), so each statement walks past all of them again: with a fixed size,
 /// removing n rows would visit about n²/(2 × batch_size) entries; doubling keeps it near 2n.

@@ -161,11 +161,11 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
         });
         let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
         let wait = queue.next_due_in().map_or(wait, |next| wait.min(next));
-        let alive = crate::worker::wait_latch(wait.max(Duration::from_millis(10)));
+        let alive = crate::bgw::wait_latch(wait.max(Duration::from_millis(10)));
         if !alive || BackgroundWorker::sigterm_received() {
             break;
         }
-        crate::worker::reload_config_if_asked();
+        crate::bgw::reload_config_if_asked();
     }
     // Exit code 1: the postmaster starts the launcher again after its restart time, so a
     // pg_terminate_backend() or an idle-connection reaper never leaves the server unpurged

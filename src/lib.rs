@@ -10,18 +10,22 @@
 //! - [`planner`]: the planner pins of our own statements, while they are planned only.
 //! - [`owner`]: running code as another role.
 //! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
-//! - [`deleter`]: batched, re-checked deletes for one TTL index.
+//! - [`deleter`]: batched deletes of the expired rows of one TTL index.
 //! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support.
 //! - [`registry`], [`stats`]: shared memory (who serves which database, the server-wide budget,
 //!   statistics).
 //! - [`txn`]: transactions and subtransactions the worker opens itself.
 //! - [`undeletable`]: rows the worker cannot delete, set aside and retried with backoff.
+//! - [`batch_size`]: how many rows the worker's next batch asks for, pure Rust.
+//! - [`bgw`]: signals, latch waits and the batch time limit of our background workers.
 //! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
 
 use pgrx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub mod api;
+pub mod batch_size;
+pub mod bgw;
 pub mod catalog;
 pub mod deleter;
 pub mod error;

@@ -7,119 +7,18 @@
 //! is hit. An error in one table aborts that batch's transaction only; the table is counted,
 //! logged and skipped until the next pass.
 
+use crate::bgw::{self, handle_signals, sleep, BatchTimer};
 use crate::catalog::{self, TtlIndex};
 use crate::deleter::{Batch, Outcome, Purge};
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{deleter, gucs, owner, registry, stats};
+use crate::{batch_size, deleter, gucs, owner, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-/// Reads postgresql.conf again after a SIGHUP.
-pub fn reload_config_if_asked() {
-    if BackgroundWorker::sighup_received() {
-        unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
-    }
-}
-
-/// Acts on signals between transactions: SIGTERM (shutdown, DROP DATABASE,
-/// pg_terminate_backend) makes PostgreSQL's own `die()` handler end the process here, or at
-/// the next CHECK_FOR_INTERRUPTS inside a statement, so a long batch never delays it; SIGHUP
-/// reloads the configuration. A cancel (`pg_cancel_backend`, SIGINT) that arrives while no
-/// batch runs has nothing to cancel and is dropped, as an idle backend drops it: raised here,
-/// outside any transaction, it would end the worker.
-fn handle_signals() {
-    ignore_idle_cancel();
-    pgrx::check_for_interrupts!();
-    reload_config_if_asked();
-}
-
-/// Drops a pending query cancel; for code that runs outside any transaction.
-fn ignore_idle_cancel() {
-    unsafe {
-        if pg_sys::QueryCancelPending != 0 {
-            pg_sys::QueryCancelPending = 0;
-            debug1!("jsonb_ttl: cancel request ignored, no batch is running");
-        }
-    }
-}
-
-/// Arms the worker's own time limit on one batch (`jsonb_ttl.batch_timeout`), through
-/// PostgreSQL's statement timeout, which nothing arms for SPI in a background worker: when it
-/// fires, the batch's statement is cancelled with "canceling statement due to statement
-/// timeout" and its transaction rolls back. Disarmed when dropped.
-struct BatchTimer {
-    armed: bool,
-}
-
-/// `STATEMENT_TIMEOUT` of `enum TimeoutId` (utils/timeout.h, the same from PostgreSQL 13 to
-/// 18), whose handler InitPostgres registers in every backend, background workers included.
-const STATEMENT_TIMEOUT: std::ffi::c_int = 3;
-
-unsafe extern "C-unwind" {
-    // utils/timeout.h, which pgrx does not bind
-    fn enable_timeout_after(id: std::ffi::c_int, delay_ms: std::ffi::c_int);
-    fn disable_timeout(id: std::ffi::c_int, keep_indicator: bool);
-}
-
-impl BatchTimer {
-    fn arm(timeout_ms: i32) -> BatchTimer {
-        if timeout_ms > 0 {
-            unsafe { enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms) };
-        }
-        BatchTimer {
-            armed: timeout_ms > 0,
-        }
-    }
-}
-
-impl Drop for BatchTimer {
-    fn drop(&mut self) {
-        if self.armed {
-            unsafe { disable_timeout(STATEMENT_TIMEOUT, false) };
-        }
-    }
-}
-
-unsafe extern "C-unwind" {
-    /// PostgreSQL's SIGTERM handler for backends (tcop/postgres.c), the C symbol itself: it only
-    /// sets ProcDiePending and the latch; the process ends at the next CHECK_FOR_INTERRUPTS.
-    #[link_name = "die"]
-    fn postgres_die(signal: std::ffi::c_int);
-}
-
-/// Sleeps `duration` or until a signal, and acts on it. Exits if the postmaster died.
-fn sleep(duration: Duration) {
-    if !wait_latch(duration) {
-        unsafe { pg_sys::proc_exit(1) };
-    }
-    handle_signals();
-}
-
-/// Waits on the process latch for `duration` at most; false when the postmaster died. Unlike
-/// pgrx's `BackgroundWorker::wait_latch`, which runs CHECK_FOR_INTERRUPTS as it wakes, a cancel
-/// that arrived meanwhile is dropped first (see [`handle_signals`]), so it cannot end the process.
-pub fn wait_latch(duration: Duration) -> bool {
-    let events = pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH;
-    let timeout_ms = duration.as_millis().min(i32::MAX as u128) as std::ffi::c_long;
-    let woken = unsafe {
-        let woken = pg_sys::WaitLatch(
-            pg_sys::MyLatch,
-            events as i32,
-            timeout_ms,
-            pg_sys::PG_WAIT_EXTENSION,
-        );
-        pg_sys::ResetLatch(pg_sys::MyLatch);
-        woken
-    };
-    ignore_idle_cancel();
-    pgrx::check_for_interrupts!();
-    woken & pg_sys::WL_POSTMASTER_DEATH as i32 == 0
-}
 
 /// Forgets this process in shared memory however it exits (a FATAL from `die()` included), so
 /// nobody signals a reused pid later.
@@ -174,6 +73,8 @@ struct Worker {
     undeletable: Undeletable,
     /// Where the next pass starts, so no table is always first.
     next_start: usize,
+    /// The batch size each table reached (see [`batch_size`]), where its next visit starts.
+    batch_rows: HashMap<Oid, i64>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -232,7 +133,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         db: dboid,
         created_by,
     } = WorkerArg::from_datum(arg);
-    unsafe { pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die)) };
+    bgw::die_on_sigterm();
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(dboid), None);
     match registry::register_worker(dboid) {
@@ -264,6 +165,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         undeletable: Undeletable::default(),
         // where the previous worker of this database (if it gave its turn up) left off
         next_start: registry::next_start(dboid),
+        batch_rows: HashMap::new(),
     };
     loop {
         handle_signals();
@@ -349,6 +251,8 @@ impl Worker {
         self.statements
             .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         self.probes
+            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+        self.batch_rows
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         let expired = self.probe(ext, &indexes);
         let mut pass_limited = false;
@@ -443,8 +347,14 @@ impl Worker {
         // rows set aside in this visit: shown in errors / last_error, the rows in rows_undeletable
         let mut note: Option<String> = None;
         let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
+        let target = Duration::from_millis(gucs::BATCH_TIME_MS.get() as u64);
+        let mut rows = batch_size::first(
+            self.batch_rows.get(&index.table).copied(),
+            target,
+            gucs::BATCH_SIZE.get() as i64,
+        );
         loop {
-            let want = (gucs::BATCH_SIZE.get() as i64).min(max_table - removed as i64);
+            let want = rows.min(max_table - removed as i64);
             if want <= 0 {
                 limit = Limit::Table;
                 break;
@@ -488,6 +398,10 @@ impl Worker {
                     registry::give_back(granted - n as i64);
                     stats::record_batch(index.table, n);
                     removed += n;
+                    let took = batch_started.elapsed();
+                    rows =
+                        batch_size::next(granted, n, took, target, gucs::BATCH_SIZE.get() as i64);
+                    self.batch_rows.insert(index.table, rows);
                     if !purge.go_on(granted, outcome) {
                         break;
                     }
@@ -619,6 +533,10 @@ fn in_batch_frame<R>(
     let settings = deleter::batch_settings(&lock_timeout);
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+        if !gucs::SYNCHRONOUS_COMMIT.get() {
+            // until the transaction ends: its commit is what it is for
+            gucs::override_setting(c"synchronous_commit", "off");
+        }
         let lookup = prepared(
             lookups,
             pg_sys::InvalidOid,

@@ -114,6 +114,7 @@ SELECT FROM ttl_index_create('big', 'at', 0);
 SELECT FROM ttl_index_create('small', 'at', 0);
 SQL
 set_guc jsonb_ttl.enabled off
+set_guc jsonb_ttl.max_table_removes 100000
 wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
 q db_b -c "INSERT INTO big SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 200000) g"
 q db_b -c "INSERT INTO small SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 10) g"

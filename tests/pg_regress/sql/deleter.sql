@@ -40,7 +40,7 @@ DELETE FROM ONLY public.events WHERE ctid = ANY (ARRAY(
   ORDER BY public.ttl_timestamp((doc -> 'at'::text)) LIMIT 1000 FOR UPDATE SKIP LOCKED))
 AND public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour';
 
--- one call runs statements of jsonb_ttl.batch_size rows first, then twice as many each time (up
+-- one call runs statements of 1000 rows (or jsonb_ttl.batch_size if smaller) first, then twice as many each time (up
 -- to 1M): within one transaction each statement walks past the index entries of every row the
 -- earlier ones removed, so fixed-size statements would cost n²/batch_size for n rows. After a
 -- statement that comes back short, one more confirms nothing is left (the 0 below; see the
