@@ -5,13 +5,14 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-long unit regress isolation e2e install install-release run stop bench fmt lint clean-clusters
+.PHONY: deps test test-long unit regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
 
 ## make test: every test layer, each against a real PostgreSQL 15:
-##   unit       #[pg_test] in-backend tests and Rust unit/property tests (cargo pgrx test)
+##   unit       the pure crate's tests (core/, cargo test), then #[pg_test] in-backend tests and
+##              the extension's Rust unit tests (cargo pgrx test)
 ##   regress    pg_regress golden files, tests/pg_regress
 ##   isolation  isolationtester specs, tests/isolation
 ##   e2e        end-to-end scripts against a cluster with the library preloaded, tests/e2e
@@ -22,6 +23,7 @@ test-long: deps install
 	RACE_ROWS=1000000 RACE_SECONDS=60 tests/e2e/race.sh
 
 unit:
+	cargo test -p jsonb_ttl_core
 	@d=$$(scripts/cluster.sh dir pgrx-test-data); rm -rf $$d && mkdir -p $$d && chown postgres: $$d && \
 	  echo "cargo pgrx test pg15 --runas postgres --pgdata $$d" && \
 	  cargo pgrx test pg15 --runas postgres --pgdata $$d
@@ -74,6 +76,17 @@ fmt:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --features "pg15 pg_test" -- -D warnings
+	cargo clippy --all-targets -p jsonb_ttl_core -- -D warnings
+
+## make mutants: cargo mutants over the pure crate (core/), run against its own tests: every
+## mutant must be caught, or be listed with why it is equivalent (core/MUTANTS.md). A few
+## minutes; not part of make test.
+MUTANTS_VERSION = 27.1.0
+mutants:
+	@cargo mutants --version 2>/dev/null | grep -q "$(MUTANTS_VERSION)" || \
+	  cargo install cargo-mutants --version $(MUTANTS_VERSION) --locked
+	cargo mutants --package jsonb_ttl_core --test-package jsonb_ttl_core --timeout 60 --jobs 2 \
+	  --output build/mutants
 
 ## make clean-clusters: stop and remove every cluster the scripts made (make run's included).
 clean-clusters:

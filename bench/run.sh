@@ -100,60 +100,68 @@ if wanted parser; then
 fi
 
 # Case 1: purge throughput, against the strongest baselines a DBA would write, at equal batch
-# size and settings (fsync and synchronous_commit on for every side), each after a CHECKPOINT:
-#   hand loop   CALL purge_by_hand(tbl, batch) (bench/setup.sql): the worker's own statement,
-#               DELETE … WHERE ctid = ANY (ARRAY(SELECT ctid … ORDER BY <reference> LIMIT batch
-#               FOR UPDATE SKIP LOCKED)) AND <expired>, then COMMIT, until nothing is left
-#   naive       one DELETE FROM tbl WHERE (doc ->> 'creationDate')::timestamptz < now() - '1 hour'
-# in two layouts (expired rows contiguous in the heap, and interleaved 50 % with live rows) and
-# at batch 1000 and 10000, with WAL bytes and full-page images per deleted row beside each.
+# size and settings (fsync and synchronous_commit on for every side), each after a CHECKPOINT,
+# each timed from its first batch to its last by the same statement trigger (bench_clock):
+#   hand loop        CALL purge_by_hand(tbl, batch) (bench/setup.sql): DELETE … WHERE ctid =
+#                    ANY (ARRAY(SELECT ctid … ORDER BY <reference> LIMIT batch FOR UPDATE SKIP
+#                    LOCKED)) AND <expired>, then COMMIT, until nothing is left
+#   same-SQL loop    CALL purge_like_worker(tbl, batch): the worker's statement as it is now, in
+#                    the same loop, under the worker's planner pins
+#   naive            one DELETE FROM tbl WHERE (doc ->> 'creationDate')::timestamptz < now() - '1 hour'
+# in two layouts (expired rows contiguous in the heap, and interleaved 50 % with live rows); the
+# loops at batch 1000 and 10000 against the worker at that fixed size (batch_time = 0), the naive
+# DELETE against the worker with its default batch settings; WAL bytes and full-page images per
+# deleted row beside each. Then the worker with jsonb_ttl.synchronous_commit = off.
 if wanted purge; then
-  n=$(rows 1000000); expired=$((n / 2)); default_batch=$(db -c "SHOW jsonb_ttl.batch_size")
+  n=$(rows 1000000); expired=$((n / 2))
+  default_batch="$(db -c "SHOW jsonb_ttl.batch_size") rows, $(db -c "SHOW jsonb_ttl.batch_time")"
   worker_settings
   set_guc fsync on
   set_guc synchronous_commit on
   wal() { db -c "SELECT wal_bytes || ' ' || wal_fpi FROM pg_stat_wal"; }
   per_s() { awk -v r="$expired" -v ms="$1" 'BEGIN {printf "%.0f rows/s", r / ms * 1000}'; }
   per_row() { awk -v r="$expired" -v b="$1" -v f="$2" 'BEGIN {printf "%.0f B/row, %.2f fpi/row", b / r, f / r}'; }
-  hand_drain_ms() { db -c "CALL purge_by_hand('$1', $2)" -c "SELECT bench_drain_ms('$1')"; }
+  loop_drain_ms() { db -c "CALL $1('$2', $3)" -c "SELECT bench_drain_ms('$2')"; }
   naive_ms() {
     db -c "DELETE FROM $1 WHERE (doc ->> 'creationDate')::timestamptz < now() - interval '1 hour'" \
        -c "SELECT bench_drain_ms('$1')"
   }
-  # Runs "$@" (a command that prints its drain time in ms, from bench_clock) and prints:
-  # ms wal_bytes wal_fpi.
+  # Makes a fresh table NAME in LAYOUT, then runs "$@" (a command that prints the drain time in
+  # ms, from bench_clock) and prints: ms wal_bytes wal_fpi.
   measured() {
-    local w0 w1 ms
+    local name=$1 layout=$2 w0 w1 ms
+    shift 2
+    db -c "CALL bench_table('$name', $n, $expired, '$layout')" -c "VACUUM ANALYZE $name" -c "CHECKPOINT"
     w0=$(wal)
     ms=$("$@" | tail -1)
     w1=$(wal)
+    db -c "DROP TABLE $name"
     echo "$ms $(awk -v a="$w0" -v b="$w1" 'BEGIN {split(a, x, " "); split(b, y, " "); print y[1] - x[1], y[2] - x[2]}')"
   }
+  declare -A default_ms
   for layout in contiguous interleaved; do
+    set_guc jsonb_ttl.batch_time 0   # every batch batch_size rows, as in the loops
     for batch in 1000 10000; do
       set_guc jsonb_ttl.batch_size $batch
-      db -c "CALL bench_table('purge_worker', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_worker" -c "CHECKPOINT"
-      read -r w_ms w_bytes w_fpi <<<"$(measured worker_drain_ms purge_worker)"
-      db -c "DROP TABLE purge_worker"
-      db -c "CALL bench_table('purge_hand', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_hand" -c "CHECKPOINT"
-      read -r h_ms h_bytes h_fpi <<<"$(measured hand_drain_ms purge_hand "$batch")"
-      db -c "DROP TABLE purge_hand"
+      read -r w_ms w_bytes w_fpi <<<"$(measured purge_worker "$layout" worker_drain_ms purge_worker)"
+      read -r h_ms h_bytes h_fpi <<<"$(measured purge_hand "$layout" loop_drain_ms purge_by_hand purge_hand "$batch")"
+      read -r s_ms _ _ <<<"$(measured purge_same "$layout" loop_drain_ms purge_like_worker purge_same "$batch")"
       result "purge $expired of $n, $layout, batch $batch" "$(per_s "$w_ms")" "$(per_s "$h_ms")" "$(ratio "$h_ms" "$w_ms")" ">= 1.00x the hand loop"
       result "  WAL: worker | hand loop" "$(per_row "$w_bytes" "$w_fpi")" "$(per_row "$h_bytes" "$h_fpi")" "$(ratio "$w_bytes" "$h_bytes")" "<= 1.00x the hand loop"
+      result "  worker | the same SQL in the loop" "$(per_s "$w_ms")" "$(per_s "$s_ms")" "$(ratio "$s_ms" "$w_ms")" "(information)"
     done
-    db -c "CALL bench_table('purge_naive', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_naive" -c "CHECKPOINT"
-    read -r n_ms n_bytes n_fpi <<<"$(measured naive_ms purge_naive)"
-    db -c "DROP TABLE purge_naive"
-    set_guc jsonb_ttl.batch_size "$default_batch"
-    db -c "CALL bench_table('purge_worker', $n, $expired, '$layout')" -c "VACUUM ANALYZE purge_worker" -c "CHECKPOINT"
-    read -r d_ms d_bytes d_fpi <<<"$(measured worker_drain_ms purge_worker)"
-    db -c "DROP TABLE purge_worker"
-    result "  $layout: worker (batch $default_batch) vs one naive DELETE" "$(per_s "$d_ms")" "$(per_s "$n_ms")" "$(ratio "$n_ms" "$d_ms")" ">= 0.90x the naive DELETE"
+    db -c "ALTER SYSTEM RESET jsonb_ttl.batch_size" -c "ALTER SYSTEM RESET jsonb_ttl.batch_time" -c "SELECT pg_reload_conf()" >/dev/null
+    read -r n_ms n_bytes n_fpi <<<"$(measured purge_naive "$layout" naive_ms purge_naive)"
+    read -r d_ms d_bytes d_fpi <<<"$(measured purge_worker "$layout" worker_drain_ms purge_worker)"
+    default_ms[$layout]=$d_ms
+    result "  $layout: worker ($default_batch) vs one naive DELETE" "$(per_s "$d_ms")" "$(per_s "$n_ms")" "$(ratio "$n_ms" "$d_ms")" ">= 0.90x the naive DELETE"
     result "  WAL: worker | naive DELETE" "$(per_row "$d_bytes" "$d_fpi")" "$(per_row "$n_bytes" "$n_fpi")" "$(ratio "$d_bytes" "$n_bytes")" "<= 1.15x the naive DELETE"
   done
-  db -c "CALL bench_table('purge_now', $n, $expired)" -c "VACUUM ANALYZE purge_now" -c "CHECKPOINT"
-  read -r c_ms _ _ <<<"$(measured db -c "SELECT FROM ttl_expire_now('purge_now')" -c "SELECT bench_drain_ms('purge_now')")"
-  db -c "DROP TABLE purge_now"
+  set_guc jsonb_ttl.synchronous_commit off
+  read -r a_ms _ _ <<<"$(measured purge_worker contiguous worker_drain_ms purge_worker)"
+  db -c "ALTER SYSTEM RESET jsonb_ttl.synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
+  result "  contiguous: jsonb_ttl.synchronous_commit off | on" "$(per_s "$a_ms")" "$(per_s "${default_ms[contiguous]}")" "$(ratio "${default_ms[contiguous]}" "$a_ms")" "(information)"
+  read -r c_ms _ _ <<<"$(measured purge_now contiguous db -c "SELECT FROM ttl_expire_now('purge_now')" -c "SELECT bench_drain_ms('purge_now')")"
   result "  ttl_expire_now(), one call, contiguous" "$(per_s "$c_ms")" "(see naive)" "" "(information)"
   set_guc fsync off
   db -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
@@ -228,7 +236,7 @@ SQL
 INSERT INTO lag_events (doc) VALUES (jsonb_build_object('creationDate', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'payload', repeat('x', 150)));
 SQL
   set_guc jsonb_ttl.enabled on
-  rate=$(rows 5000)
+  rate=$(rows 10000)
   actual=$(pgbench -n -c 2 -j 2 -R "$rate" -T "$(secs 20)" -f "$ROOT/build/bench-lag.sql" bench 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
   sleep 4
   set_guc jsonb_ttl.enabled off
@@ -269,7 +277,7 @@ if wanted impact; then
   db -c "DROP TABLE backlog"
 fi
 
-# Case 6a: growth: per-row purge cost of the same 100k expired rows in tables of 1M and 5M,
+# Case 6a: growth: per-row purge cost of the same 100k expired rows in tables of 1M and 10M,
 # drained by the worker.
 if wanted growth; then
   expired=$(rows 100000)
@@ -282,8 +290,8 @@ if wanted growth; then
     awk -v ms="$ms" -v r="$expired" 'BEGIN {printf "%.2f", ms * 1000 / r}'
   }
   small=$(per_row_us "$(rows 1000000)")
-  large=$(per_row_us "$(rows 5000000)")
-  result "purge cost per row, 100k of 5M vs of 1M (us)" "$large" "$small" "$(ratio "$large" "$small")" "0.80x .. 1.20x (flat)"
+  large=$(per_row_us "$(rows 10000000)")
+  result "purge cost per row, 100k of 10M vs of 1M (us)" "$large" "$small" "$(ratio "$large" "$small")" "0.80x .. 1.20x (flat)"
 fi
 
 # Case 6b: an idle pass over 1000 TTL tables with nothing expired, as ttl_statistics() reports
@@ -304,21 +312,27 @@ if wanted idle; then
   db -c "DO \$\$ BEGIN FOR i IN 1..$tables LOOP EXECUTE format('DROP TABLE idle_%s', i); END LOOP; END \$\$"
 fi
 
-# batch_size: worker drain time of the same expired rows at several batch sizes, the default
-# (1000) as baseline. Informs the default.
+# Batch sizing: the worker's drain of the same expired rows with fixed batches (batch_time = 0)
+# of several sizes, against its default settings (batches sized to take batch_time, up to
+# batch_size). Informs the defaults.
 if wanted batch; then
-  n=$(rows 200000)
+  n=$(rows 500000)
   worker_settings
-  declare -A drain
-  for b in 100 1000 10000; do
-    set_guc jsonb_ttl.batch_size $b
+  drain_of() {
     db -c "CALL bench_table('batches', $n, $n)" -c "VACUUM ANALYZE batches" -c "CHECKPOINT"
-    drain[$b]=$(worker_drain_ms batches)
+    worker_drain_ms batches
     db -c "DROP TABLE batches"
+  }
+  sized=$(drain_of)
+  declare -A drain
+  set_guc jsonb_ttl.batch_time 0
+  for b in 1000 10000 50000; do
+    set_guc jsonb_ttl.batch_size $b
+    drain[$b]=$(drain_of)
   done
-  db -c "ALTER SYSTEM RESET jsonb_ttl.batch_size" -c "SELECT pg_reload_conf()" >/dev/null
-  for b in 100 10000; do
-    result "worker drain of $n rows, batch_size $b (ms)" "${drain[$b]}" "${drain[1000]}" "$(ratio "${drain[$b]}" "${drain[1000]}")" "(vs batch_size 1000)"
+  db -c "ALTER SYSTEM RESET jsonb_ttl.batch_size" -c "ALTER SYSTEM RESET jsonb_ttl.batch_time" -c "SELECT pg_reload_conf()" >/dev/null
+  for b in 1000 10000 50000; do
+    result "worker drain of $n rows, fixed batches of $b (ms)" "${drain[$b]}" "$sized" "$(ratio "${drain[$b]}" "$sized")" "(vs the default sizing)"
   done
 fi
 

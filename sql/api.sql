@@ -186,6 +186,8 @@ REVOKE EXECUTE ON FUNCTION ttl_stats_reset() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
+-- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 
 -- Tell the launcher (when preloaded) that this database now wants a worker.
 SELECT @extschema@._ttl_wake_launcher();

@@ -214,3 +214,15 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- One batch of the worker's, in the caller's transaction, for tests that stop a batch halfway
+-- (tests/isolation): superusers only.
+CREATE FUNCTION @extschema@."_ttl_worker_batch"(
+	"tbl" oid, /* pg_sys :: Oid */
+	"max_rows" bigint /* i64 */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_worker_batch_wrapper';
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;

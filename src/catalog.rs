@@ -34,6 +34,10 @@ pub struct TtlIndex {
     /// A foreign table (a partition of a partitioned table): never deleted from, since its
     /// rows live behind a foreign data wrapper.
     pub foreign: bool,
+    /// Whether `table` has the TTL index, valid and ready: a restore creates the index after
+    /// the catalog row, and a failed `CREATE INDEX CONCURRENTLY` leaves it invalid. The worker
+    /// never purges a table without it (it would scan the whole table, every pass).
+    pub index_ready: bool,
 }
 
 impl TtlIndex {
@@ -250,11 +254,21 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
                 t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
-                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
+                EXISTS (SELECT FROM pg_catalog.pg_index i \
+                        WHERE i.indrelid OPERATOR(pg_catalog.=) l.relid \
+                          AND i.indisvalid AND i.indisready AND i.indislive \
+                          AND i.indexrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                                SELECT p.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree( \
+                                  pg_catalog.to_regclass(pg_catalog.quote_ident(rn.nspname::pg_catalog.text) \
+                                    OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
+                                    pg_catalog.quote_ident(t.index_name::pg_catalog.text))) p))) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+         JOIN pg_catalog.pg_namespace rn ON rn.oid OPERATOR(pg_catalog.=) r.relnamespace \
          LEFT JOIN pg_catalog.pg_attribute a \
                 ON a.attrelid OPERATOR(pg_catalog.=) c.oid \
                AND a.attname OPERATOR(pg_catalog.=) t.column_name AND NOT a.attisdropped \
@@ -291,6 +305,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
                     foreign: text(14) == "f",
                     time_zone: row.get::<String>(15).ok().flatten(),
+                    index_ready: row.get::<bool>(16).ok().flatten().unwrap_or(false),
                 }
             })
             .collect()
@@ -323,4 +338,19 @@ pub fn catalog_owner(ext_schema: &str) -> Oid {
     .ok()
     .flatten()
     .expect("the TTL catalog exists")
+}
+
+/// Whether `pg_restore` is connected to this database (its sessions' `application_name`):
+/// while it is, a restore may be half done — TTL catalog rows restored before their indexes,
+/// expired rows before the foreign keys that reference them — and the worker waits.
+pub fn restore_in_progress() -> bool {
+    Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity \
+         WHERE datid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database \
+                 WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
+           AND application_name OPERATOR(pg_catalog.=) 'pg_restore'::pg_catalog.text)",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }

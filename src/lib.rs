@@ -1,8 +1,9 @@
 //! jsonb_ttl: TTL indexes for tables of JSONB documents.
 //!
 //! Modules, bottom to top (no module imports one above it):
-//! - [`parse`]: the date-or-number grammar, pure Rust.
-//! - [`path`]: resolving a TTL index's path to a column and JSON keys, pure Rust.
+//! - [`parse`]: the date-or-number grammar; [`path`]: resolving a TTL index's path to a column
+//!   and JSON keys; [`batch_size`]: the size of the worker's next batch; and the purge decisions
+//!   of [`deleter`] — pure Rust, in the `jsonb_ttl_core` crate (core/).
 //! - [`jsonb_scalar`]: reading a jsonb datum in place.
 //! - [`error`]: errors with a SQLSTATE and a HINT.
 //! - [`functions`]: `ttl_timestamp`, `ttl_unix_timestamp`, `ttl_is_datestring`.
@@ -12,11 +13,10 @@
 //! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
 //! - [`deleter`]: batched deletes of the expired rows of one TTL index.
 //! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support.
-//! - [`registry`], [`stats`]: shared memory (who serves which database, the server-wide budget,
-//!   statistics).
+//! - [`registry`], [`budget`], [`stats`]: shared memory (who serves which database, the
+//!   server-wide removal budget, statistics).
 //! - [`txn`]: transactions and subtransactions the worker opens itself.
 //! - [`undeletable`]: rows the worker cannot delete, set aside and retried with backoff.
-//! - [`batch_size`]: how many rows the worker's next batch asks for, pure Rust.
 //! - [`bgw`]: signals, latch waits and the batch time limit of our background workers.
 //! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
 
@@ -24,8 +24,9 @@ use pgrx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub mod api;
-pub mod batch_size;
+pub use jsonb_ttl_core::{batch_size, parse, path};
 pub mod bgw;
+pub mod budget;
 pub mod catalog;
 pub mod deleter;
 pub mod error;
@@ -35,8 +36,6 @@ pub mod hooks;
 pub mod jsonb_scalar;
 pub mod launcher;
 pub mod owner;
-pub mod parse;
-pub mod path;
 pub mod planner;
 pub mod registry;
 pub mod stats;
@@ -67,6 +66,7 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
         PRELOADED.store(true, Ordering::Relaxed);
         registry::init();
+        budget::init();
         stats::init();
         hooks::install();
         launcher::register();

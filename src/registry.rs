@@ -1,7 +1,8 @@
 //! Shared memory the launcher, the per-database workers and the ProcessUtility hook share:
-//! which process serves which database, the launcher's latch, databases that just ran
-//! CREATE EXTENSION, databases a worker found without the extension, and the server-wide
-//! removal budget of a pass (`max_total_removes`).
+//! which process serves which database (and where its next pass starts), the launcher's latch,
+//! databases that just ran CREATE EXTENSION, databases a worker found without the extension,
+//! databases a statement needs to itself. (The server-wide removal budget is in
+//! [`crate::budget`].)
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -54,16 +55,10 @@ impl Default for Registry {
 unsafe impl PGRXSharedMemory for Registry {}
 
 static REGISTRY: PgLwLock<Registry> = unsafe { PgLwLock::new(c"jsonb_ttl_registry") };
-/// Rows the current budget window may still remove, server-wide.
-static BUDGET: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"jsonb_ttl_budget") };
-/// When the current budget window started, in ms since the Unix epoch.
-static WINDOW_START_MS: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"jsonb_ttl_window") };
 
 /// Requests the shared memory; from `_PG_init` while preloading.
 pub fn init() {
     pgrx::pg_shmem_init!(REGISTRY);
-    pgrx::pg_shmem_init!(BUDGET);
-    pgrx::pg_shmem_init!(WINDOW_START_MS);
     pgrx::pg_shmem_init!(WAITING);
 }
 
@@ -169,7 +164,7 @@ pub fn unregister_worker() {
 /// How long a database being dropped gets no new worker.
 const DROPPING_MS: i64 = 30_000;
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -268,47 +263,6 @@ pub fn take_without_extension() -> Vec<(pg_sys::Oid, i32)> {
         .collect();
     registry.without_extension = [(0, 0); 64];
     reports
-}
-
-/// Claims up to `want` rows of the server-wide budget: `max_total` rows per window of
-/// `window_ms`. The first claim after a window ends opens the next one.
-pub fn claim(want: i64, max_total: i64, window_ms: i64) -> i64 {
-    let now_ms = now_ms();
-    let start = WINDOW_START_MS.get().load(Ordering::Acquire);
-    if now_ms - start >= window_ms
-        && WINDOW_START_MS
-            .get()
-            .compare_exchange(start, now_ms, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    {
-        BUDGET.get().store(max_total, Ordering::Release);
-    }
-    let budget = BUDGET.get();
-    let mut current = budget.load(Ordering::Acquire);
-    loop {
-        // A lowered max_total_removes applies to the window already open.
-        let available = current.min(max_total);
-        let take = want.min(available);
-        if take <= 0 {
-            return 0;
-        }
-        match budget.compare_exchange(
-            current,
-            available - take,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => return take,
-            Err(now) => current = now,
-        }
-    }
-}
-
-/// Returns rows claimed but not removed.
-pub fn give_back(rows: i64) {
-    if rows > 0 {
-        BUDGET.get().fetch_add(rows, Ordering::AcqRel);
-    }
 }
 
 /// Called from CREATE EXTENSION: the launcher starts this database's worker at once, and the

@@ -12,7 +12,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deleter::{Batch, Outcome, Purge};
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{batch_size, deleter, gucs, owner, registry, stats};
+use crate::{batch_size, budget, deleter, gucs, owner, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -75,6 +75,8 @@ struct Worker {
     next_start: usize,
     /// The batch size each table reached (see [`batch_size`]), where its next visit starts.
     batch_rows: HashMap<Oid, i64>,
+    /// Whether the last pass was skipped because pg_restore is connected (logged once).
+    waiting_for_restore: bool,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -166,6 +168,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         // where the previous worker of this database (if it gave its turn up) left off
         next_start: registry::next_start(dboid),
         batch_rows: HashMap::new(),
+        waiting_for_restore: false,
     };
     loop {
         handle_signals();
@@ -233,21 +236,29 @@ fn wait_for_next_pass(started: Instant) {
 
 impl Worker {
     fn pass(&mut self, ext: &str) {
-        let indexes = match in_transaction(|| catalog::load(ext, None, catalog::Scope::Targets)) {
-            Ok(indexes) => indexes,
+        let loaded = in_transaction(|| {
+            (!catalog::restore_in_progress())
+                .then(|| catalog::load(ext, None, catalog::Scope::Targets))
+        });
+        let indexes = match loaded {
+            Ok(Some(indexes)) => indexes,
+            Ok(None) => {
+                if !self.waiting_for_restore {
+                    log!("jsonb_ttl: pg_restore is connected to this database; no pass until it is done");
+                    self.waiting_for_restore = true;
+                }
+                return;
+            }
             Err(e) => {
                 log!("jsonb_ttl: cannot read the TTL catalog: {e}");
                 return;
             }
         };
+        self.waiting_for_restore = false;
         let started = Instant::now();
         self.undeletable
             .retain(|table| indexes.iter().any(|i| i.table == table));
-        self.frame.role_settings.clear();
-        self.frame.lookup_sql = format!(
-            "SELECT expire_after FROM {ext}.ttl_index \
-             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
-        );
+        self.frame.begin_pass(ext);
         self.statements
             .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         self.probes
@@ -262,6 +273,14 @@ impl Worker {
             let index = &indexes[at];
             let limit = match expired[at] {
                 _ if index.foreign => Limit::None, // ttl_stats shows it as skipped
+                _ if !index.index_ready => {
+                    let why = format!(
+                        "the TTL index {} is missing or not valid on this table: \
+                         nothing is deleted until it is built (REINDEX, or ttl_index_create again)",
+                        index.index_name
+                    );
+                    report(index, 0, Limit::None, None, Some(why))
+                }
                 true => self.purge(ext, index),
                 false => report(index, 0, Limit::None, None, None),
             };
@@ -293,8 +312,8 @@ impl Worker {
                 indexes
                     .iter()
                     .map(|index| {
-                        if index.foreign {
-                            return false; // never read through a foreign data wrapper
+                        if index.foreign || !index.index_ready {
+                            return false; // no foreign data wrapper, no scan of the whole table
                         }
                         let Ok(sql) = deleter::probe_sql(ext, index) else {
                             return true; // purge() reports why
@@ -359,7 +378,7 @@ impl Worker {
                 limit = Limit::Table;
                 break;
             }
-            let granted = registry::claim(
+            let granted = budget::claim(
                 want,
                 gucs::MAX_TOTAL_REMOVES.get() as i64,
                 gucs::FREQUENCY_MS.get() as i64,
@@ -390,12 +409,12 @@ impl Worker {
             match outcome {
                 Ok(None) => {
                     // The TTL index or the table is gone since the pass began: nothing to purge.
-                    registry::give_back(granted);
+                    budget::give_back(granted);
                     break;
                 }
                 Ok(Some(outcome)) => {
                     let n = outcome.deleted;
-                    registry::give_back(granted - n as i64);
+                    budget::give_back(granted - n as i64);
                     stats::record_batch(index.table, n);
                     removed += n;
                     let took = batch_started.elapsed();
@@ -408,7 +427,7 @@ impl Worker {
                     throttle(n, batch_started);
                 }
                 Err(e) => {
-                    registry::give_back(granted);
+                    budget::give_back(granted);
                     error = Some(e.message);
                     break;
                 }
@@ -431,27 +450,15 @@ impl Worker {
         let statements = &mut self.statements;
         let set_aside = self.undeletable.rows(index.table);
         in_batch_frame(&mut self.frame, index, |current, expire_after| {
-            let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
-            let skip = !set_aside.is_empty();
-            let delete = sql(deleter::batch_sql(ext, current, skip));
-            let args = &deleter::BATCH_ARGS;
-            prepare_into(statements, (index.table, Batch::Plain), &delete, args);
-            if batch == Batch::Counting {
-                let pick_count = sql(deleter::pick_count_sql(ext, current, skip));
-                prepare_into(
-                    statements,
-                    (index.table, Batch::Counting),
-                    &pick_count,
-                    args,
-                );
-            }
-            let delete = &statements[&(index.table, Batch::Plain)].1;
-            let pick_count =
-                (batch == Batch::Counting).then(|| &*statements[&(index.table, Batch::Counting)].1);
-            Spi::connect_mut(|client| {
-                deleter::run_batch(client, delete, pick_count, expire_after, limit, &set_aside)
-            })
-            .unwrap_or_else(|e| error!("delete failed: {e}"))
+            run_statements(
+                statements,
+                ext,
+                batch,
+                current,
+                expire_after,
+                limit,
+                &set_aside,
+            )
         })
     }
 
@@ -498,6 +505,40 @@ impl Worker {
     }
 }
 
+/// The statements of one batch of the form `batch`, as prepared for the table's current names
+/// (prepared again if a rename changed them), run for at most `limit` rows.
+fn run_statements(
+    statements: &mut HashMap<(Oid, Batch), Prepared>,
+    ext: &str,
+    batch: Batch,
+    current: &TtlIndex,
+    expire_after: pgrx::datum::Interval,
+    limit: i64,
+    set_aside: &[pg_sys::ItemPointerData],
+) -> Outcome {
+    let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+    let skip = !set_aside.is_empty();
+    let args = &deleter::BATCH_ARGS;
+    let delete = sql(deleter::batch_sql(ext, current, skip));
+    prepare_into(statements, (current.table, Batch::Plain), &delete, args);
+    if batch == Batch::Counting {
+        let pick_count = sql(deleter::pick_count_sql(ext, current, skip));
+        prepare_into(
+            statements,
+            (current.table, Batch::Counting),
+            &pick_count,
+            args,
+        );
+    }
+    let delete = &statements[&(current.table, Batch::Plain)].1;
+    let pick_count =
+        (batch == Batch::Counting).then(|| &*statements[&(current.table, Batch::Counting)].1);
+    Spi::connect_mut(|client| {
+        deleter::run_batch(client, delete, pick_count, expire_after, limit, set_aside)
+    })
+    .unwrap_or_else(|e| error!("delete failed: {e}"))
+}
+
 /// What the batches of a pass keep between them: the prepared catalog lookup of a table's
 /// current expire_after, and each owner's settings (read once per pass: an `ALTER ROLE … SET`
 /// takes effect at the next pass).
@@ -508,39 +549,37 @@ struct Frame {
     role_settings: HashMap<Oid, owner::RoleSettings>,
 }
 
-/// Runs `f` as one batch of `index`: in its own transaction, within `jsonb_ttl.batch_timeout`;
-/// expire_after read again (so ttl_index_alter and ttl_index_drop take effect mid-pass); the
-/// table locked within `jsonb_ttl.lock_timeout`, then its current names and owner read (an
-/// ALTER TABLE … OWNER TO or a rename since the pass began shows at once); every deferrable
-/// check made immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
-/// deferred check cannot be queued in the security-restricted operation a batch runs in, see
-/// [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
-/// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
-/// their planner pins while they are planned, see [`crate::planner`]).
-/// What the owner's code left in the session that its GUC nest level does not undo is
-/// released after it. `None` when the TTL index or the table no longer exists.
-fn in_batch_frame<R>(
-    frame: &mut Frame,
-    index: &TtlIndex,
-    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
-) -> Result<Option<R>, Failure> {
-    let Frame {
-        lookups,
-        lookup_sql,
-        role_settings,
-    } = frame;
-    let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
-    let settings = deleter::batch_settings(&lock_timeout);
-    let done = in_transaction(|| {
-        let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-        if !gucs::SYNCHRONOUS_COMMIT.get() {
-            // until the transaction ends: its commit is what it is for
-            gucs::override_setting(c"synchronous_commit", "off");
-        }
+impl Frame {
+    /// Ready for a pass in the database whose extension lives in `ext`.
+    fn begin_pass(&mut self, ext: &str) {
+        self.role_settings.clear();
+        self.lookup_sql = format!(
+            "SELECT expire_after FROM {ext}.ttl_index \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+        );
+    }
+
+    /// The steps of one batch of `index` inside its transaction: expire_after read again (so
+    /// ttl_index_alter and ttl_index_drop take effect mid-pass); the table locked within
+    /// `jsonb_ttl.lock_timeout`, then its current names and owner read (an ALTER TABLE … OWNER
+    /// TO or a rename since the pass began shows at once); every deferrable check made
+    /// immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
+    /// deferred check cannot be queued in the security-restricted operation a batch runs in,
+    /// see [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
+    /// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
+    /// their planner pins while they are planned, see [`crate::planner`]). `None` when the TTL
+    /// index or the table no longer exists.
+    fn run<R>(
+        &mut self,
+        index: &TtlIndex,
+        f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+    ) -> Option<R> {
+        let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+        let settings = deleter::batch_settings(&lock_timeout);
         let lookup = prepared(
-            lookups,
+            &mut self.lookups,
             pg_sys::InvalidOid,
-            lookup_sql,
+            &self.lookup_sql,
             &[pgrx::PgBuiltInOids::OIDOID],
         );
         let expire_after = Spi::connect(|client| {
@@ -562,7 +601,8 @@ fn in_batch_frame<R>(
             }
             let owner = owner::table_owner(index.table)?;
             deleter::check_all_now();
-            let owner_settings = role_settings
+            let owner_settings = self
+                .role_settings
                 .entry(owner)
                 .or_insert_with(|| owner::role_settings(owner));
             Some(owner::as_table_owner_with(
@@ -572,9 +612,74 @@ fn in_batch_frame<R>(
                 || f(&current, expire_after),
             ))
         })
+    }
+}
+
+/// Runs `f` as one batch of `index` ([`Frame::run`]) in its own transaction, within
+/// `jsonb_ttl.batch_timeout`, committed without waiting for its WAL flush when
+/// `jsonb_ttl.synchronous_commit` is off. What the owner's code left in the session that its
+/// GUC nest level does not undo is released after it.
+fn in_batch_frame<R>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
+    let done = in_transaction(|| {
+        let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+        if !gucs::SYNCHRONOUS_COMMIT.get() {
+            // until the transaction ends: its commit is what it is for
+            gucs::override_setting(c"synchronous_commit", "off");
+        }
+        frame.run(index, f)
     });
     owner::release_session_state();
     done
+}
+
+/// Runs exactly one plain batch of the worker on `tbl` (a table with a TTL index, or one of its
+/// partitions) for at most `max_rows` rows, in the caller's transaction, and returns the rows
+/// it removed: the worker's own steps ([`Frame::run`]) and statements, without the worker's
+/// transaction and time limit around them; like a batch, it makes the transaction's
+/// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`). For tests that need to stop
+/// a batch halfway (tests/isolation), which no background worker lets them do. Superusers only
+/// (EXECUTE is revoked from PUBLIC), and only on tables whose owner's privileges the caller has.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_worker_batch")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
+    let ext = catalog::extension_schema();
+    let index = catalog::load(&ext, None, catalog::Scope::Targets)
+        .into_iter()
+        .find(|index| index.table == tbl)
+        .unwrap_or_else(|| {
+            crate::error::raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("relation {} has no TTL index", tbl.to_u32()),
+                "Pass a table with a TTL index, or one of its partitions.",
+            )
+        });
+    if !owner::has_privileges_of(index.owner) {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "must be the owner of the table to run a batch on it",
+            "A batch runs as the table's owner.",
+        );
+    }
+    let mut frame = Frame::default();
+    frame.begin_pass(&ext);
+    let mut statements = HashMap::new();
+    frame
+        .run(&index, |current, expire_after| {
+            run_statements(
+                &mut statements,
+                &ext,
+                Batch::Plain,
+                current,
+                expire_after,
+                max_rows,
+                &[],
+            )
+        })
+        .map_or(0, |outcome| outcome.deleted as i64)
 }
 
 /// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch

@@ -43,7 +43,9 @@ expect_eq "premature deletes among $deleted logged (reference not before the del
   "$(q race -c "SELECT count(*) FROM race_log WHERE reference >= deleted_at")"
 expect_eq "rows gone without a logged deletion" 0 \
   "$(q race -c "SELECT count(*) FROM generate_series(1, $ROWS) g WHERE NOT EXISTS (SELECT FROM race WHERE id = g) AND NOT EXISTS (SELECT FROM race_log WHERE id = g)")"
-expect_eq "rows deleted twice" 0 "$(q race -c "SELECT count(*) FROM (SELECT id FROM race_log GROUP BY id HAVING count(*) > 1) d")"
+# (No check that a row was deleted twice: PostgreSQL never deletes a row version twice and no id
+# comes back, so such a check could not fail. The pick's predicate and its row lock are what
+# these checks guard: loosen either and the premature deletes above go red.)
 expect_eq "every row accounted for: present + deleted = $ROWS" "$ROWS" \
   "$(q race -c "SELECT (SELECT count(*) FROM race) + (SELECT count(*) FROM race_log)")"
 # ttl_stats counts each batch right after it commits: allow it that instant.

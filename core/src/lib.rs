@@ -1,0 +1,13 @@
+//! The parts of jsonb_ttl that run without a server, in a crate of their own: they build and
+//! test in seconds (`cargo test -p jsonb_ttl_core`), which is what lets `make mutants` check
+//! that their tests catch every change to them.
+//!
+//! - [`parse`]: the date-or-number grammar of a TTL reference time.
+//! - [`path`]: resolving a TTL index's path to a column and JSON keys.
+//! - [`batch_size`]: how many rows the worker's next batch asks for.
+//! - [`purge`]: batch after batch, whether the purge of one table goes on, and how.
+
+pub mod batch_size;
+pub mod parse;
+pub mod path;
+pub mod purge;
