@@ -255,14 +255,16 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
                 t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
-                EXISTS (SELECT FROM pg_catalog.pg_index i \
+                EXISTS (SELECT FROM pg_catalog.pg_index i, \
+                          (SELECT pg_catalog.to_regclass(pg_catalog.quote_ident(rn.nspname::pg_catalog.text) \
+                             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
+                             pg_catalog.quote_ident(t.index_name::pg_catalog.text)) AS oid) ttl \
                         WHERE i.indrelid OPERATOR(pg_catalog.=) l.relid \
                           AND i.indisvalid AND i.indisready AND i.indislive \
-                          AND i.indexrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
-                                SELECT p.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree( \
-                                  pg_catalog.to_regclass(pg_catalog.quote_ident(rn.nspname::pg_catalog.text) \
-                                    OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
-                                    pg_catalog.quote_ident(t.index_name::pg_catalog.text))) p))) \
+                          AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
+                               OR i.indexrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                                    SELECT p.relid::pg_catalog.oid \
+                                    FROM pg_catalog.pg_partition_tree(ttl.oid) p)))) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \

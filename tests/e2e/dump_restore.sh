@@ -77,10 +77,14 @@ PGAPPNAME=restore-tool restore dst1 --single-transaction
 restored dst1
 
 echo "== a TTL index that is not valid (a failed CREATE INDEX CONCURRENTLY): its table is left alone"
-q dst -c "INSERT INTO events SELECT g, jsonb_build_object('creationDate', '2019-01-01') FROM generate_series(10001, 10100) g"
 q dst -c "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'events_ttl_idx'::regclass"
 eventually_eq "ttl_stats says why" 10 t dst \
   "SELECT last_error LIKE 'the TTL index events_ttl_idx is missing or not valid%' FROM ttl_stats WHERE table_name = 'events'::regclass"
+q dst -c "INSERT INTO events SELECT g, jsonb_build_object('creationDate', '2019-01-01') FROM generate_series(10001, 10100) g"
+visits() { q dst -c "SELECT runs FROM ttl_stats WHERE table_name = 'events'::regclass"; }
+from=$(visits)
+three_more() { [ "$(visits)" -ge $((from + 3)) ]; }
+wait_for "three more visits of the table" 10 three_more
 expect_eq "and nothing is deleted from it" 100 "$(q dst -c "SELECT count(*) FROM events WHERE id > 10000")"
 q dst -c "REINDEX INDEX events_ttl_idx"
 eventually_eq "REINDEX makes it valid, and the worker purges again" 10 0 dst \

@@ -10,7 +10,10 @@ start_cluster() {
   CLUSTER=$1 PORT=$2
   shift 2
   "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"
-  trap 'status=$?; "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"; exit $status' EXIT
+  # E2E_KEEP=1 leaves the cluster running and its log in place, to look at a failure
+  if [ "${E2E_KEEP:-0}" = 1 ]; then trap 'echo "cluster kept: $CLUSTER_DIR"' EXIT; else
+    trap 'status=$?; "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"; exit $status' EXIT
+  fi
   "$ROOT/scripts/cluster.sh" start "$CLUSTER" "$PORT" "$@"
   CLUSTER_DIR=$("$ROOT/scripts/cluster.sh" dir "$CLUSTER")
   SOCK=$CLUSTER_DIR/sock
