@@ -59,7 +59,7 @@ pub static LOCK_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 /// only, never for a background worker's SPI, so the worker arms this limit itself: a trigger
 /// that sleeps or a lock wait that never ends costs one batch (its transaction rolls back, the
 /// table is skipped until the next pass), not the database's whole worker. Default 30 s, the
-/// default pass frequency: a batch of 1000 rows normally takes milliseconds.
+/// default pass frequency: a batch aims at `batch_time` (25 ms).
 pub static BATCH_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 
 /// `jsonb_ttl.max_workers`: per-database workers running at once, server-wide (the launcher
