@@ -341,6 +341,51 @@ mod tests {
     use chrono::{DateTime, FixedOffset, TimeZone, Utc};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
+    /// A unit's name (stored in the TTL catalog) reads back as the same unit.
+    #[test]
+    fn unit_names() {
+        for (unit, name) in [
+            (NumericUnit::Seconds, "s"),
+            (NumericUnit::Milliseconds, "ms"),
+        ] {
+            assert_eq!(unit.name(), name);
+            assert_eq!(NumericUnit::from_name(name), Some(unit));
+        }
+        assert_eq!(NumericUnit::from_name("sec"), None);
+    }
+
+    /// PostgreSQL's range, at both ends, exactly. (No date string or number reaches the lower
+    /// end: numbers below zero and years before 0000 are refused first; the bound is tested
+    /// here, where it is.)
+    #[test]
+    fn timestamp_range_bounds() {
+        let unix = |pg: i64| pg as i128 + UNIX_TO_PG_EPOCH_MICROS as i128;
+        let cases = [
+            (MIN_PG_MICROS - 1, None),
+            (MIN_PG_MICROS, Some(MIN_PG_MICROS)),
+            (0, Some(0)),
+            (END_PG_MICROS - 1, Some(END_PG_MICROS - 1)),
+            (END_PG_MICROS, None),
+        ];
+        for (pg, expected) in cases {
+            assert_eq!(pg_micros_from_unix(unix(pg)), expected, "{pg}");
+        }
+    }
+
+    /// The digit scaling refuses more than 21 digits left of the decimal point, and no fewer
+    /// (numbers that long are out of PostgreSQL's range anyway, so only this test can tell).
+    #[test]
+    fn scale_digits_bounds() {
+        let twenty_one = [b'1'; 21];
+        assert_eq!(
+            scale_digits(&twenty_one, b"", 0),
+            Some(111_111_111_111_111_111_111)
+        );
+        assert_eq!(scale_digits(&twenty_one, b"", 1), None);
+        assert_eq!(scale_digits(b"15", b"", -1), Some(2)); // 1.5 rounds half up
+        assert_eq!(scale_digits(b"0001", b"", 20), Some(10i128.pow(20)));
+    }
+
     /// The expected value of a case, as an RFC 3339 instant in UTC.
     fn at(rfc3339: &str) -> Option<i64> {
         let t = DateTime::parse_from_rfc3339(rfc3339).expect("test case is RFC 3339");
@@ -538,6 +583,13 @@ mod tests {
             ("99999999999999999999", Seconds, None),
             ("1e300", Seconds, None),
             ("1e-300", Seconds, at("1970-01-01T00:00:00Z")),
+            // a sign on the number and on its exponent (JSON writes 1e+9)
+            ("+1550165973", Seconds, at("2019-02-14T17:39:33Z")),
+            ("1.550165973e+9", Seconds, at("2019-02-14T17:39:33Z")),
+            ("1.550165973E+0009", Seconds, at("2019-02-14T17:39:33Z")),
+            // four exponent digits at most
+            ("1550165973e0000", Seconds, at("2019-02-14T17:39:33Z")),
+            ("1550165973e00000", Seconds, None),
             ("184467440737095516160000", Milliseconds, None),
             // not numbers
             ("", Seconds, None),
