@@ -101,6 +101,14 @@ AS $$ SELECT @extschema@._ttl_expire_now(tbl, max_rows) $$;
 COMMENT ON FUNCTION ttl_expire_now(regclass, bigint) IS
   'Removes expired rows now, in this transaction: of one table, or of every TTL table the caller owns, each as its owner.';
 
+CREATE FUNCTION ttl_expire_preview(tbl regclass, at timestamptz DEFAULT now())
+RETURNS TABLE (rows bigint, oldest timestamptz, newest timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl, at) $$;
+COMMENT ON FUNCTION ttl_expire_preview(regclass, timestamptz) IS
+  'What the TTL index of a table would remove at a time (now by default): how many rows, their oldest and newest reference times. Removes nothing.';
+
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
 -- owner may not write the catalog; it only acts on what pg_event_trigger_dropped_objects()
 -- reports, which no caller can forge.

@@ -226,3 +226,24 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_worker_batch_wrapper';
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;
+
+-- Dry run: ttl_expire_preview(tbl, at) says what the TTL index would remove, removing nothing.
+CREATE FUNCTION @extschema@."_ttl_expire_preview"(
+	"tbl" oid, /* Option < Oid > */
+	"at" timestamp with time zone /* Option < TimestampWithTimeZone > */
+) RETURNS TABLE (
+	"rows" bigint,  /* i64 */
+	"oldest" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"newest" timestamp with time zone  /* Option < TimestampWithTimeZone > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_expire_preview_wrapper';
+CREATE FUNCTION @extschema@.ttl_expire_preview(tbl regclass, at timestamptz DEFAULT now())
+RETURNS TABLE (rows bigint, oldest timestamptz, newest timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl, at) $$;
+COMMENT ON FUNCTION @extschema@.ttl_expire_preview(regclass, timestamptz) IS
+  'What the TTL index of a table would remove at a time (now by default): how many rows, their oldest and newest reference times. Removes nothing.';

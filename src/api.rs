@@ -15,7 +15,7 @@ use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
 use pgrx::{AnyNumeric, PgSqlErrorCode};
 
-fn required<T>(value: Option<T>, name: &str) -> T {
+pub(crate) fn required<T>(value: Option<T>, name: &str) -> T {
     value.unwrap_or_else(|| {
         raise(
             PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,

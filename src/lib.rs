@@ -12,7 +12,8 @@
 //! - [`owner`]: running code as another role.
 //! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
 //! - [`deleter`]: batched deletes of the expired rows of one TTL index.
-//! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support.
+//! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support;
+//!   [`preview`]: `ttl_expire_preview`.
 //! - [`registry`], [`budget`], [`stats`]: shared memory (who serves which database, the
 //!   server-wide removal budget, statistics).
 //! - [`txn`]: transactions and subtransactions the worker opens itself.
@@ -37,6 +38,7 @@ pub mod jsonb_scalar;
 pub mod launcher;
 pub mod owner;
 pub mod planner;
+pub mod preview;
 pub mod registry;
 pub mod stats;
 pub mod txn;

@@ -122,6 +122,8 @@ calls=(
   "SELECT ttl_expire_now('e.t', 10)"
   "SELECT _ttl_expire_now('e.t'::regclass, 10)"
   "SELECT ttl_expire_now(max_rows => 10)"
+  "SELECT * FROM ttl_expire_preview('e.t')"
+  "SELECT * FROM _ttl_expire_preview('e.t'::regclass, now())"
   "SELECT * FROM ttl_statistics()"
   "SELECT * FROM _ttl_stats()"
   "SELECT _ttl_seconds(5)"
@@ -136,6 +138,7 @@ for call in "${calls[@]}"; do
   as mallory sec -c "SET search_path = e, pg_catalog, public" -c "$call" >/dev/null 2>&1 || true
 done
 for call in "SELECT _ttl_wake_launcher()" "SELECT ttl_stats_reset()" "SELECT _ttl_on_sql_drop()" \
+            "SELECT _ttl_worker_batch('e.t'::regclass, 10)" \
             "SELECT _ttl_on_ddl_command_end()" "DELETE FROM ttl_index" "UPDATE ttl_index SET expire_after = '1 year'"; do
   got=$(outcome mallory sec "$call")
   case "$got" in
@@ -156,6 +159,8 @@ q sec -c "DELETE FROM seen"
 expect_eq "the superuser's ttl_stats shows mallory's lag, read as mallory" t \
   "$(q sec -c "SELECT oldest_expired IS NOT NULL FROM ttl_stats WHERE table_name = 'e.t'::regclass")"
 present=$(q sec -c "SELECT count(*) FROM e.t")
+expect_eq "the superuser's ttl_expire_preview() counts her expired rows, running nothing of hers" \
+  "$present 0" "$(q sec -c "SELECT rows FROM ttl_expire_preview('e.t')") $(superuser_runs)"
 expect_eq "the superuser's ttl_expire_now() removed mallory's rows" "$present" "$(q sec -c "SELECT ttl_expire_now()")"
 expect_eq "her trigger and policy ran as mallory, never as the superuser" "mallory" \
   "$(q sec -c "SELECT string_agg(DISTINCT who, ',') FROM seen")"

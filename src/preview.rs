@@ -1,0 +1,67 @@
+//! `ttl_expire_preview(tbl, at)`: what the TTL index of `tbl` would remove at time `at`, without
+//! removing anything — how many rows, and the oldest and newest of their reference times. For an
+//! operator about to lower `expire_after`, or to enable the worker on a restored database.
+//!
+//! It reads the table as the caller (a preview is the caller's own query: the caller needs
+//! SELECT on it, and row security applies to the caller as to any query), through the TTL
+//! index, with the planner pins of the worker's statements (see [`crate::planner`]); a
+//! partitioned table is read whole.
+
+use crate::api::required;
+use crate::catalog::{self, Scope};
+use crate::error::raise;
+use crate::planner::MARKER;
+use pgrx::datum::{Interval, TimestampWithTimeZone};
+use pgrx::pg_sys::Oid;
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+
+#[allow(clippy::type_complexity)]
+#[pg_extern(stable, parallel_safe, name = "_ttl_expire_preview")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_expire_preview(
+    tbl: Option<Oid>,
+    at: Option<TimestampWithTimeZone>,
+) -> TableIterator<
+    'static,
+    (
+        name!(rows, i64),
+        name!(oldest, Option<TimestampWithTimeZone>),
+        name!(newest, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let tbl = required(tbl, "tbl");
+    let at = required(at, "at");
+    let ext = catalog::extension_schema();
+    let Some(index) = catalog::load(&ext, Some(tbl), Scope::Entries)
+        .into_iter()
+        .next()
+    else {
+        let name = Spi::get_one_with_args::<String>(
+            "SELECT $1::pg_catalog.regclass::pg_catalog.text",
+            &[tbl.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| tbl.to_u32().to_string());
+        raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("table {name} has no TTL index"),
+            "Create one with ttl_index_create().",
+        )
+    };
+    let reference = index.reference(&ext).unwrap_or_else(|e| error!("{e}"));
+    // the table itself, partitions included: the TTL index of a partitioned table covers them
+    let sql = format!(
+        "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
+         FROM {} WHERE {reference} OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2)",
+        index.qualified_table
+    );
+    let expire_after: Interval = index.expire_after;
+    let row = Spi::get_three_with_args::<i64, TimestampWithTimeZone, TimestampWithTimeZone>(
+        &sql,
+        &[at.into(), expire_after.into()],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot preview {}: {e}", index.display_name));
+    TableIterator::once((row.0.unwrap_or(0), row.1, row.2))
+}
