@@ -30,7 +30,7 @@ wanted() { [[ ",$ONLY," == *",$1,"* ]]; }
 
 SETTINGS=("shared_buffers = '2GB'" "max_parallel_workers_per_gather = 0" "jit = off"
           "work_mem = '64MB'" "max_wal_size = '8GB'" "checkpoint_timeout = '30min'"
-          "autovacuum = off" "jsonb_ttl.enabled = off")
+          "autovacuum = off" "jsonb_ttl.enabled = off" "jsonb_ttl.max_table_fraction = 1")
 scripts/cluster.sh destroy "$NAME"
 trap 'scripts/cluster.sh destroy "$NAME"' EXIT
 scripts/cluster.sh start "$NAME" "$PORT" "${SETTINGS[@]}"

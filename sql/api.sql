@@ -12,7 +12,8 @@ SELECT t.table_oid                          AS table_name,
        t.index_name,
        pg_catalog.pg_relation_size(i.oid)   AS index_size,
        t.created_at,
-       t.time_zone
+       t.time_zone,
+       t.paused_at
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
@@ -109,6 +110,14 @@ AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl, at) $$;
 COMMENT ON FUNCTION ttl_expire_preview(regclass, timestamptz) IS
   'What the TTL index of a table would remove at a time (now by default): how many rows, their oldest and newest reference times. Removes nothing.';
 
+CREATE FUNCTION ttl_index_resume(tbl regclass)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT @extschema@._ttl_index_resume(tbl) $$;
+COMMENT ON FUNCTION ttl_index_resume(regclass) IS
+  'Lifts a pause of the safety brake on the TTL index of a table; the brake holds again once the worker has drained the table.';
+
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
 -- owner may not write the catalog; it only acts on what pg_event_trigger_dropped_objects()
 -- reports, which no caller can forge.
@@ -176,6 +185,7 @@ SELECT l.relid::regclass                        AS table_name,
        @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
        t.table_oid                              AS ttl_table,
        CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
+            WHEN t.paused_at IS NOT NULL THEN t.paused_reason
        END                                      AS skipped,
        coalesce(u.rows_undeletable, 0)          AS rows_undeletable
 FROM @extschema@.ttl_index t

@@ -9,7 +9,10 @@ CREATE TABLE ttl_index (
     numeric_unit text        NOT NULL DEFAULT 's' CHECK (numeric_unit IN ('s', 'ms')),
     index_name   name        NOT NULL,   -- in the table's schema
     created_at   timestamptz NOT NULL DEFAULT now(),
-    time_zone    text                    -- the zone a timestamp or date column is read in; NULL: UTC
+    time_zone    text,                   -- the zone a timestamp or date column is read in; NULL: UTC
+    paused_at    timestamptz,            -- paused by the safety brake since then; NULL: not paused
+    paused_reason text,
+    brake_released boolean NOT NULL DEFAULT false  -- ttl_index_resume(): off until the table drains
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');

@@ -247,3 +247,58 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl, at) $$;
 COMMENT ON FUNCTION @extschema@.ttl_expire_preview(regclass, timestamptz) IS
   'What the TTL index of a table would remove at a time (now by default): how many rows, their oldest and newest reference times. Removes nothing.';
+
+-- The safety brake: a TTL index whose next visit would remove more than
+-- jsonb_ttl.max_table_fraction of its table is paused until ttl_index_resume().
+ALTER TABLE @extschema@.ttl_index ADD COLUMN paused_at timestamptz,
+                                  ADD COLUMN paused_reason text,
+                                  ADD COLUMN brake_released boolean NOT NULL DEFAULT false;
+CREATE FUNCTION @extschema@."_ttl_index_resume"(
+	"tbl" oid /* Option < Oid > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_resume_wrapper';
+CREATE FUNCTION @extschema@.ttl_index_resume(tbl regclass)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT @extschema@._ttl_index_resume(tbl) $$;
+COMMENT ON FUNCTION @extschema@.ttl_index_resume(regclass) IS
+  'Lifts a pause of the safety brake on the TTL index of a table; the brake holds again once the worker has drained the table.';
+CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
+SELECT t.table_oid                          AS table_name,
+       t.column_name,
+       t.path,
+       t.json_path,
+       t.expire_after,
+       t.numeric_unit,
+       t.index_name,
+       pg_catalog.pg_relation_size(i.oid)   AS index_size,
+       t.created_at,
+       t.time_zone,
+       t.paused_at
+FROM @extschema@.ttl_index t
+JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+CREATE OR REPLACE VIEW @extschema@.ttl_stats AS
+SELECT l.relid::regclass                        AS table_name,
+       coalesce(s.runs, 0)                      AS runs,
+       coalesce(s.rows_deleted, 0)              AS rows_deleted,
+       s.last_run_at,
+       coalesce(s.last_rows_deleted, 0)         AS last_rows_deleted,
+       coalesce(s.limit_reached, 0)             AS limit_reached,
+       coalesce(s.errors, 0)                    AS errors,
+       s.last_error,
+       @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
+       t.table_oid                              AS ttl_table,
+       CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
+            WHEN t.paused_at IS NOT NULL THEN t.paused_reason
+       END                                      AS skipped,
+       coalesce(u.rows_undeletable, 0)          AS rows_undeletable
+FROM @extschema@.ttl_index t
+CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
+JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
+LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;

@@ -63,7 +63,7 @@ fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
 }
 
 /// A table the caller may manage a TTL index on.
-struct Table {
+pub(crate) struct Table {
     oid: Oid,
     partitioned: bool,
     /// `schema.table`, quoted, for messages.
@@ -73,7 +73,7 @@ struct Table {
 }
 
 /// Checks that `tbl` is an ordinary table the caller owns.
-fn owned_table(tbl: Option<Oid>) -> Table {
+pub(crate) fn owned_table(tbl: Option<Oid>) -> Table {
     let oid = required(tbl, "tbl");
     let row = Spi::get_three_with_args::<String, Oid, String>(
         "SELECT c.relkind::pg_catalog.text OPERATOR(pg_catalog.||) c.relpersistence::pg_catalog.text, \
@@ -152,13 +152,13 @@ fn owned_table(tbl: Option<Oid>) -> Table {
     }
 }
 
-fn existing(ext: &str, table: &Table) -> Option<TtlIndex> {
+pub(crate) fn existing(ext: &str, table: &Table) -> Option<TtlIndex> {
     catalog::load(ext, Some(table.oid), Scope::Entries)
         .into_iter()
         .next()
 }
 
-fn no_ttl_index(table: &Table) -> ! {
+pub(crate) fn no_ttl_index(table: &Table) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
         format!("table {} has no TTL index", table.name),

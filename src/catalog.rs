@@ -38,6 +38,12 @@ pub struct TtlIndex {
     /// the catalog row, and a failed `CREATE INDEX CONCURRENTLY` leaves it invalid. The worker
     /// never purges a table without it (it would scan the whole table, every pass).
     pub index_ready: bool,
+    /// Paused by the safety brake (see [`crate::brake`]) until `ttl_index_resume()`.
+    pub paused: bool,
+    /// Released by `ttl_index_resume()` until a visit drains the table.
+    pub brake_released: bool,
+    /// Whether the catalog has the brake's columns (a database still at 0.1.0's SQL has not).
+    pub brake_available: bool,
 }
 
 impl TtlIndex {
@@ -264,7 +270,11 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                           AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
                                OR i.indexrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
                                     SELECT p.relid::pg_catalog.oid \
-                                    FROM pg_catalog.pg_partition_tree(ttl.oid) p)))) \
+                                    FROM pg_catalog.pg_partition_tree(ttl.oid) p)))), \
+                (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'paused_at'::pg_catalog.text) IS NOT NULL, \
+                coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'brake_released'::pg_catalog.text) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.?) 'brake_released'::pg_catalog.text \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -308,6 +318,9 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     foreign: text(14) == "f",
                     time_zone: row.get::<String>(15).ok().flatten(),
                     index_ready: row.get::<bool>(16).ok().flatten().unwrap_or(false),
+                    paused: row.get::<bool>(17).ok().flatten().unwrap_or(false),
+                    brake_released: row.get::<bool>(18).ok().flatten().unwrap_or(false),
+                    brake_available: row.get::<bool>(19).ok().flatten().unwrap_or(false),
                 }
             })
             .collect()

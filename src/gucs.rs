@@ -62,6 +62,20 @@ pub static LOCK_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 /// default pass frequency: a batch aims at `batch_time` (25 ms).
 pub static BATCH_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 
+/// `jsonb_ttl.max_table_fraction`: the safety brake (see [`crate::brake`]). A TTL index whose
+/// next visit would remove more than this fraction of its table is paused until
+/// `ttl_index_resume()`; 1 turns the brake off. Default 0.5: a TTL table in its steady state
+/// loses a small fraction a pass (about frequency ÷ expire_after); half of it at once means a
+/// wrong `expire_after`, a clock jump, or a worker that was off for longer than the TTL, and
+/// each deserves a look before the rows go. A false alarm costs one call to resume; a true
+/// one would cost the table.
+pub static MAX_TABLE_FRACTION: GucSetting<f64> = GucSetting::<f64>::new(0.5);
+
+/// `jsonb_ttl.brake_min_rows`: tables with fewer rows than this are never braked. Default
+/// 10,000: small tables (a demo's sessions, a table of two rows) often expire whole, and losing
+/// one by mistake costs little.
+pub static BRAKE_MIN_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
 /// `jsonb_ttl.max_workers`: per-database workers running at once, server-wide (the launcher
 /// comes on top). Each takes one of `max_worker_processes`, which parallel query and logical
 /// replication share. With more databases than this, workers take turns: a worker that ends a
@@ -158,6 +172,26 @@ pub fn register() {
         600_000,
         GucContext::Sighup,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_float_guc(
+        c"jsonb_ttl.max_table_fraction",
+        c"The most of a table one jsonb_ttl pass may remove before the TTL index is paused.",
+        c"Past it the TTL index waits for ttl_index_resume(); 1 turns this safety brake off.",
+        &MAX_TABLE_FRACTION,
+        0.0,
+        1.0,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.brake_min_rows",
+        c"Tables with fewer rows are never paused by the jsonb_ttl safety brake.",
+        c"Small tables often expire whole.",
+        &BRAKE_MIN_ROWS,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"jsonb_ttl.max_workers",

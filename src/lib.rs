@@ -13,7 +13,7 @@
 //! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, lookups.
 //! - [`deleter`]: batched deletes of the expired rows of one TTL index.
 //! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support;
-//!   [`preview`]: `ttl_expire_preview`.
+//!   [`preview`]: `ttl_expire_preview`; [`brake`]: the safety brake, `ttl_index_resume`.
 //! - [`registry`], [`budget`], [`stats`]: shared memory (who serves which database, the
 //!   server-wide removal budget, statistics).
 //! - [`txn`]: transactions and subtransactions the worker opens itself.
@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub mod api;
 pub use jsonb_ttl_core::{batch_size, parse, path};
 pub mod bgw;
+pub mod brake;
 pub mod budget;
 pub mod catalog;
 pub mod deleter;

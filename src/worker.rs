@@ -12,7 +12,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deleter::{Batch, Outcome, Purge};
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{batch_size, budget, deleter, gucs, owner, registry, stats};
+use crate::{batch_size, brake, budget, deleter, gucs, owner, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -77,6 +77,8 @@ struct Worker {
     batch_rows: HashMap<Oid, i64>,
     /// Whether the last pass was skipped because pg_restore is connected (logged once).
     waiting_for_restore: bool,
+    /// TTL indexes the safety brake paused in this pass (their other partitions wait too).
+    paused_roots: std::collections::HashSet<Oid>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -169,6 +171,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         next_start: registry::next_start(dboid),
         batch_rows: HashMap::new(),
         waiting_for_restore: false,
+        paused_roots: Default::default(),
     };
     loop {
         handle_signals();
@@ -258,6 +261,7 @@ impl Worker {
             }
         };
         self.waiting_for_restore = false;
+        self.paused_roots.clear();
         let started = Instant::now();
         self.undeletable
             .retain(|table| indexes.iter().any(|i| i.table == table));
@@ -275,7 +279,9 @@ impl Worker {
             let at = (self.next_start + k) % count;
             let index = &indexes[at];
             let limit = match expired[at] {
-                _ if index.foreign => Limit::None, // ttl_stats shows it as skipped
+                // ttl_stats shows both as skipped
+                _ if index.foreign => Limit::None,
+                _ if index.paused || self.paused_roots.contains(&index.root) => Limit::None,
                 _ if !index.index_ready => {
                     let why = format!(
                         "the TTL index {} is missing or not valid on this table: \
@@ -315,7 +321,7 @@ impl Worker {
                 indexes
                     .iter()
                     .map(|index| {
-                        if index.foreign || !index.index_ready {
+                        if index.foreign || !index.index_ready || index.paused {
                             return false; // no foreign data wrapper, no scan of the whole table
                         }
                         let Ok(sql) = deleter::probe_sql(ext, index) else {
@@ -362,6 +368,15 @@ impl Worker {
     /// fails because of some of its rows is retried in parts ([`Worker::split`]): the rows that
     /// cannot be deleted are set aside, and the purge goes on behind them.
     fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
+        match self.brake(ext, index) {
+            Brake::Go => {}
+            Brake::Paused(reason) => {
+                self.paused_roots.insert(index.root);
+                return report(index, 0, Limit::None, None, Some(reason));
+            }
+            // unchecked, not purged: the table waits for the next pass
+            Brake::Failed(e) => return report(index, 0, Limit::None, Some(e), None),
+        }
         let mut purge = Purge::default();
         let mut removed = 0u64;
         let mut limit = Limit::None;
@@ -437,7 +452,41 @@ impl Worker {
             }
         }
         stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
+        if index.brake_released && limit == Limit::None && error.is_none() {
+            // released by ttl_index_resume(), and drained: the brake holds again
+            let _ = in_transaction(|| brake::rearm(ext, index.root));
+        }
         report(index, removed, limit, error, note)
+    }
+
+    /// The safety brake before a visit (see [`crate::brake`]): counts the expired rows of
+    /// `index`'s table as its owner, up to the limit, and pauses the TTL index when there are
+    /// more.
+    fn brake(&mut self, ext: &str, index: &TtlIndex) -> Brake {
+        if !index.brake_available || index.brake_released {
+            return Brake::Go;
+        }
+        let counted = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let rows = brake::table_rows(current.table);
+            let fraction = gucs::MAX_TABLE_FRACTION.get();
+            let limit = brake::limit(rows, fraction, gucs::BRAKE_MIN_ROWS.get() as i64)?;
+            let sql = brake::count_sql(ext, current).unwrap_or_else(|e| error!("{e}"));
+            let expired =
+                Spi::get_one_with_args::<i64>(&sql, &[expire_after.into(), (limit + 1).into()])
+                    .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"))
+                    .unwrap_or(0);
+            (expired > limit).then(|| brake::reason(current, limit, rows))
+        });
+        let reason = match counted {
+            Ok(Some(Some(reason))) => reason,
+            Ok(_) => return Brake::Go,
+            Err(e) => return Brake::Failed(format!("the safety brake could not count: {e}")),
+        };
+        if let Err(e) = in_transaction(|| brake::pause(ext, index.root, &reason)) {
+            return Brake::Failed(format!("the safety brake could not pause: {e}"));
+        }
+        log!("jsonb_ttl: {reason}");
+        Brake::Paused(reason)
     }
 
     /// One batch of the form `batch` in its own transaction, as the table's owner (see
@@ -720,6 +769,15 @@ fn report(
         error: error.or(note).as_deref(),
     });
     limit
+}
+
+/// What the safety brake says before a visit.
+enum Brake {
+    Go,
+    /// Paused now, for this reason.
+    Paused(String),
+    /// The check itself failed: the table is not purged in this pass.
+    Failed(String),
 }
 
 /// Which limit, if any, cut a table's purge short.

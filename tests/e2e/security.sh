@@ -123,6 +123,8 @@ calls=(
   "SELECT _ttl_expire_now('e.t'::regclass, 10)"
   "SELECT ttl_expire_now(max_rows => 10)"
   "SELECT * FROM ttl_expire_preview('e.t')"
+  "SELECT ttl_index_resume('e.t')"
+  "SELECT _ttl_index_resume('e.t'::regclass)"
   "SELECT * FROM _ttl_expire_preview('e.t'::regclass, now())"
   "SELECT * FROM ttl_statistics()"
   "SELECT * FROM _ttl_stats()"

@@ -1,0 +1,158 @@
+//! The safety brake: a TTL index whose next visit would remove more than
+//! `jsonb_ttl.max_table_fraction` of its table is paused instead, logged, and shown in
+//! `ttl_stats.skipped` and `ttl_indexes.paused_at`, until its owner calls `ttl_index_resume()`.
+//! What it guards against: a wrong `expire_after` (minutes for months), a clock that jumped
+//! forward, documents whose dates were all rewritten — each of which would otherwise empty a
+//! table in one pass.
+//!
+//! Before the first batch of a visit the worker counts the expired rows through the TTL index,
+//! as the table's owner, stopping one past the limit (so a steady table costs the few rows it
+//! has expired, a table over the limit the limit). Tables smaller than
+//! `jsonb_ttl.brake_min_rows` (by the planner's estimate, or the live rows counted since the
+//! last statistics reset when there is none yet) are never braked: a table of two rows, both
+//! expired, is purged. `ttl_index_resume()` releases the brake until a visit drains the table,
+//! after which it holds again.
+//!
+//! The pause lives in the TTL catalog (`paused_at`, `paused_reason`, `brake_released`), so it
+//! survives restarts and is dumped with the catalog.
+
+use crate::api::{existing, no_ttl_index, owned_table};
+use crate::catalog::{self, TtlIndex};
+use crate::gucs;
+use crate::owner;
+use crate::planner::MARKER;
+use pgrx::pg_sys::Oid;
+use pgrx::prelude::*;
+use pgrx::PgBuiltInOids;
+
+/// The most expired rows a visit of a table of about `rows` rows may find before the brake
+/// pauses its TTL index; `None` when the brake does not apply (turned off with
+/// `max_table_fraction = 1`, or a table under `brake_min_rows`).
+pub fn limit(rows: f64, fraction: f64, min_rows: i64) -> Option<i64> {
+    if fraction >= 1.0 || rows < min_rows as f64 {
+        return None;
+    }
+    Some((rows * fraction).ceil() as i64)
+}
+
+/// About how many rows `table` has: the planner's estimate (`reltuples`), or, for a table
+/// never vacuumed nor analyzed, the live rows the statistics have counted.
+pub fn table_rows(table: Oid) -> f64 {
+    Spi::get_one_with_args::<f64>(
+        // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is
+        // only the fallback)
+        "SELECT CASE WHEN c.reltuples OPERATOR(pg_catalog.>=) 0 THEN c.reltuples::pg_catalog.float8 \
+                     ELSE pg_catalog.pg_stat_get_live_tuples(c.oid)::pg_catalog.float8 END \
+         FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[table.into()],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot estimate the size of the table: {e}"))
+    .unwrap_or(0.0)
+}
+
+/// Counts the expired rows of `index`'s table through the TTL index, up to `$2` (parameters:
+/// `$1 interval` expire_after, `$2 bigint` the most to count).
+pub fn count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
+    let reference = index.reference(ext_schema)?;
+    Ok(format!(
+        "{MARKER}SELECT pg_catalog.count(*) FROM (SELECT FROM ONLY {} WHERE {} LIMIT $2) expired",
+        index.qualified_table,
+        catalog::expired_condition(&reference)
+    ))
+}
+
+/// The parameter types of [`count_sql`].
+pub const COUNT_ARGS: [PgBuiltInOids; 2] = [PgBuiltInOids::INTERVALOID, PgBuiltInOids::INT8OID];
+
+/// Why the brake stops a visit that found more than `limit` expired rows in a table of about
+/// `rows` rows.
+pub fn reason(index: &TtlIndex, limit: i64, rows: f64) -> String {
+    format!(
+        "paused by the safety brake: more than {limit} of about {rows:.0} rows of {} were expired \
+         at once (jsonb_ttl.max_table_fraction = {}); check expire_after and the clock, then \
+         SELECT ttl_index_resume('{}')",
+        index.display_name,
+        gucs::MAX_TABLE_FRACTION.get(),
+        index.display_name.replace('\'', "''"),
+    )
+}
+
+/// Pauses the TTL index of `root` with `reason` (in the caller's transaction, as the worker).
+pub fn pause(ext_schema: &str, root: Oid, reason: &str) {
+    Spi::run_with_args(
+        &format!(
+            "UPDATE {ext_schema}.ttl_index SET paused_at = pg_catalog.now(), paused_reason = $2, \
+                    brake_released = false \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+        ),
+        &[root.into(), reason.into()],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot pause the TTL index: {e}"));
+}
+
+/// Sets the brake of `root` again, once a visit released by `ttl_index_resume()` has drained
+/// the table (in the caller's transaction, as the worker).
+pub fn rearm(ext_schema: &str, root: Oid) {
+    Spi::run_with_args(
+        &format!(
+            "UPDATE {ext_schema}.ttl_index SET brake_released = false \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+        ),
+        &[root.into()],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot set the brake again: {e}"));
+}
+
+/// `ttl_index_resume(tbl)`: lifts a pause of the safety brake on the TTL index of `tbl`, and
+/// releases the brake until a visit of the worker drains the table. For the table's owner.
+/// Returns whether the index was paused.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_resume")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_resume(tbl: Option<Oid>) -> bool {
+    let table = owned_table(tbl);
+    let ext = catalog::extension_schema();
+    let Some(index) = existing(&ext, &table) else {
+        no_ttl_index(&table);
+    };
+    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+        Spi::get_one_with_args::<bool>(
+            &format!(
+                "WITH before AS (SELECT paused_at IS NOT NULL AS paused FROM {ext}.ttl_index \
+                                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1), \
+                      resumed AS (UPDATE {ext}.ttl_index SET paused_at = NULL, paused_reason = NULL, \
+                                         brake_released = true \
+                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1) \
+                 SELECT paused FROM before"
+            ),
+            &[index.root.into()],
+        )
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limit;
+
+    #[test]
+    fn limits() {
+        // (table rows, fraction, min rows) → the most expired rows a visit may find
+        let cases: &[(f64, f64, i64, Option<i64>)] = &[
+            (1_000_000.0, 0.5, 10_000, Some(500_000)),
+            (10_000.0, 0.5, 10_000, Some(5_000)),
+            (9_999.0, 0.5, 10_000, None), // a small table: never braked
+            (2.0, 0.5, 10_000, None),     // two rows, both expired: purged
+            (1_000_000.0, 1.0, 10_000, None), // brake off
+            (1_000_001.0, 0.1, 0, Some(100_001)), // rounded up
+        ];
+        for &(rows, fraction, min_rows, want) in cases {
+            assert_eq!(
+                limit(rows, fraction, min_rows),
+                want,
+                "{rows} {fraction} {min_rows}"
+            );
+        }
+    }
+}

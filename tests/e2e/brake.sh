@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The safety brake: a TTL index whose next visit would remove more than
+# jsonb_ttl.max_table_fraction (0.5) of a table of at least jsonb_ttl.brake_min_rows (10,000)
+# rows is paused, logged and shown, until its owner calls ttl_index_resume(); the brake holds
+# again once the table is drained. Small tables and steady ones are purged as ever.
+source "$(dirname "$0")/lib.sh"
+start_cluster e2e-brake 28846 "jsonb_ttl.frequency = 200" "jsonb_ttl.max_table_fraction = 0.5"
+expect_eq "0.5 and 10,000 rows are the defaults" "0.5 10000" \
+  "$(q postgres -c "SELECT string_agg(boot_val, ' ' ORDER BY name DESC) FROM pg_settings WHERE name IN ('jsonb_ttl.max_table_fraction', 'jsonb_ttl.brake_min_rows')")"
+
+q postgres -c "CREATE DATABASE brake"
+q brake <<'SQL'
+CREATE EXTENSION jsonb_ttl;
+CREATE ROLE tenant LOGIN;
+GRANT CREATE ON SCHEMA public TO tenant;
+CREATE TABLE sessions (id int PRIMARY KEY, doc jsonb);
+-- a mistake: '1 minute' meant '1 month'; 15,000 of 20,000 sessions are a few days old
+INSERT INTO sessions SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <= 15000 THEN interval '3 days' ELSE interval '0' END + interval '1 hour')
+FROM generate_series(1, 20000) g;
+ANALYZE sessions;
+ALTER TABLE sessions OWNER TO tenant;
+CREATE TABLE steady (id int PRIMARY KEY, doc jsonb);
+INSERT INTO steady SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <= 1000 THEN interval '3 days' ELSE interval '0' END + interval '1 hour')
+FROM generate_series(1, 20000) g;
+ANALYZE steady;
+CREATE TABLE tiny (id int PRIMARY KEY, doc jsonb);
+INSERT INTO tiny VALUES (1, '{"seen": "2019-01-01"}'), (2, '{"seen": "2019-01-02"}');
+SQL
+q brake -c "SET ROLE tenant" -c "SELECT FROM ttl_index_create('sessions', 'seen', interval '1 minute')" \
+        -c "RESET ROLE" -c "SELECT FROM ttl_index_create('steady', 'seen', interval '1 day')" \
+        -c "SELECT FROM ttl_index_create('tiny', 'seen', interval '1 day')"
+expect_eq "the preview shows what a pass would remove" 15000 "$(q brake -c "SELECT rows FROM ttl_expire_preview('sessions')")"
+
+paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'sessions'::regclass")" = t ]; }
+wait_for "the brake pauses the TTL index of sessions (75 % expired at once)" 10 paused
+expect_eq "and nothing of sessions was deleted" 20000 "$(q brake -c "SELECT count(*) FROM sessions")"
+expect_eq "ttl_stats says why, and how to go on" t \
+  "$(q brake -c "SELECT skipped LIKE 'paused by the safety brake: more than 10000 of about 20000 rows of public.sessions%ttl_index_resume(''public.sessions'')' FROM ttl_stats WHERE table_name = 'sessions'::regclass")"
+expect_eq "the server log says so once" 1 "$(grep -c 'jsonb_ttl: paused by the safety brake' "$CLUSTER_DIR/server.log" || true)"
+eventually_eq "a steady table (5 % expired) is purged as ever" 10 19000 brake "SELECT count(*) FROM steady"
+eventually_eq "a table of two rows, both expired, is purged" 10 0 brake "SELECT count(*) FROM tiny"
+sleep 1
+expect_eq "a paused index stays paused pass after pass" "20000 1" \
+  "$(q brake -c "SELECT count(*) FROM sessions") $(grep -c 'jsonb_ttl: paused by the safety brake' "$CLUSTER_DIR/server.log" || true)"
+
+expect_eq "only the owner may resume" "must be owner of table public.sessions" \
+  "$(q brake -c "CREATE ROLE other" -c "SET ROLE other" -c "SELECT ttl_index_resume('sessions')" 2>&1 | grep -o 'must be owner of table [a-z.]*' | head -1)"
+expect_eq "the owner resumes: it was paused" t "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')")"
+eventually_eq "then the worker removes the 15,000" 10 5000 brake "SELECT count(*) FROM sessions"
+eventually_eq "and the brake holds again once the table is drained" 10 f brake \
+  "SELECT brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass"
+expect_eq "resume on an index that is not paused says so" f "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')")"
+q brake -c "SELECT ttl_index_alter('steady', interval '1 day')" >/dev/null
+# a clock jump, as far as the documents go: most of steady's dates move three days back
+q brake -c "UPDATE steady SET doc = jsonb_build_object('seen', now() - interval '3 days') WHERE id <= 15000" -c "ANALYZE steady"
+steady_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'steady'::regclass")" = t ]; }
+wait_for "the brake catches the next mass expiry too" 10 steady_paused
+expect_eq "with the rows still there" 19000 "$(q brake -c "SELECT count(*) FROM steady")"
+finish
