@@ -1,5 +1,5 @@
-//! The safety brake: a TTL index whose next visit would remove more than
-//! `jsonb_ttl.max_table_fraction` of its table is paused instead, logged, and shown in
+//! The safety brake: a TTL index with more than `jsonb_ttl.max_table_fraction` of its table
+//! expired at once is paused instead of purged, logged, and shown in
 //! `ttl_stats.skipped` and `ttl_indexes.paused_at`, until its owner calls `ttl_index_resume()`.
 //! What it guards against: a wrong `expire_after` (minutes for months), a clock that jumped
 //! forward, documents whose dates were all rewritten — each of which would otherwise empty a
@@ -7,7 +7,9 @@
 //!
 //! Before the first batch of a visit the worker counts the expired rows through the TTL index,
 //! as the table's owner, stopping one past the limit (so a steady table costs the few rows it
-//! has expired, a table over the limit the limit). Tables smaller than
+//! has expired, a table over the limit the limit); a backlog that passed is not counted again
+//! until a visit drains it, and a count that outlasts `jsonb_ttl.batch_timeout` pauses the index
+//! too, saying why. Tables smaller than
 //! `jsonb_ttl.brake_min_rows` (by the planner's estimate, or the live rows counted since the
 //! last statistics reset when there is none yet) are never braked: a table of two rows, both
 //! expired, is purged. `ttl_index_resume()` releases the brake until a visit drains the table,
@@ -23,7 +25,6 @@ use crate::owner;
 use crate::planner::MARKER;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
-use pgrx::PgBuiltInOids;
 
 /// The most expired rows a visit of a table of about `rows` rows may find before the brake
 /// pauses its TTL index; `None` when the brake does not apply (turned off with
@@ -61,20 +62,40 @@ pub fn count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     ))
 }
 
-/// The parameter types of [`count_sql`].
-pub const COUNT_ARGS: [PgBuiltInOids; 2] = [PgBuiltInOids::INTERVALOID, PgBuiltInOids::INT8OID];
-
 /// Why the brake stops a visit that found more than `limit` expired rows in a table of about
 /// `rows` rows.
 pub fn reason(index: &TtlIndex, limit: i64, rows: f64) -> String {
     format!(
         "paused by the safety brake: more than {limit} of about {rows:.0} rows of {} were expired \
-         at once (jsonb_ttl.max_table_fraction = {}); check expire_after and the clock, then \
-         SELECT ttl_index_resume('{}')",
+         at once (jsonb_ttl.max_table_fraction = {}); check expire_after and the clock, then {}",
         index.display_name,
         gucs::MAX_TABLE_FRACTION.get(),
-        index.display_name.replace('\'', "''"),
+        resume_hint(index),
     )
+}
+
+/// Why the brake stops a visit whose count of the expired rows did not finish in time.
+pub fn reason_uncounted(index: &TtlIndex, error: &str) -> String {
+    format!(
+        "paused by the safety brake: the expired rows of {} could not be counted ({error}); \
+         check expire_after and the clock with ttl_expire_preview(), then {}",
+        index.display_name,
+        resume_hint(index),
+    )
+}
+
+/// `SELECT ttl_index_resume('<the table the TTL index is on>')`: a partition's is its root's.
+fn resume_hint(index: &TtlIndex) -> String {
+    let root = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[index.root.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| index.display_name.clone());
+    format!("SELECT ttl_index_resume('{}')", root.replace('\'', "''"))
 }
 
 /// Pauses the TTL index of `root` with `reason` (in the caller's transaction, as the worker).
@@ -105,7 +126,8 @@ pub fn rearm(ext_schema: &str, root: Oid) {
 
 /// `ttl_index_resume(tbl)`: lifts a pause of the safety brake on the TTL index of `tbl`, and
 /// releases the brake until a visit of the worker drains the table. For the table's owner.
-/// Returns whether the index was paused.
+/// Returns whether the index was paused; an index that was not is left as it is (its brake
+/// still holds).
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_resume")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_resume(tbl: Option<Oid>) -> bool {
@@ -121,14 +143,14 @@ fn ttl_index_resume(tbl: Option<Oid>) -> bool {
                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1), \
                       resumed AS (UPDATE {ext}.ttl_index SET paused_at = NULL, paused_reason = NULL, \
                                          brake_released = true \
-                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1) \
+                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+                                    AND paused_at IS NOT NULL) \
                  SELECT paused FROM before"
             ),
             &[index.root.into()],
         )
     })
-    .ok()
-    .flatten()
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot resume the TTL index: {e}"))
     .unwrap_or(false)
 }
 

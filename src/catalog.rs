@@ -268,9 +268,9 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                         WHERE i.indrelid OPERATOR(pg_catalog.=) l.relid \
                           AND i.indisvalid AND i.indisready AND i.indislive \
                           AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
-                               OR i.indexrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                               OR ttl.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
                                     SELECT p.relid::pg_catalog.oid \
-                                    FROM pg_catalog.pg_partition_tree(ttl.oid) p)))), \
+                                    FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p)))), \
                 (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'paused_at'::pg_catalog.text) IS NOT NULL, \
                 coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'brake_released'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
@@ -355,15 +355,19 @@ pub fn catalog_owner(ext_schema: &str) -> Oid {
     .expect("the TTL catalog exists")
 }
 
-/// Whether `pg_restore` is connected to this database (its sessions' `application_name`):
-/// while it is, a restore may be half done — TTL catalog rows restored before their indexes,
-/// expired rows before the foreign keys that reference them — and the worker waits.
+/// Whether `pg_restore` is connected to this database (its sessions' `application_name`), as
+/// a superuser or the database's owner (who else may restore a database; anyone can name a
+/// session `pg_restore`, and no tenant may stop the purge of a database that way): while it
+/// is, a restore may be half done — TTL catalog rows restored before their indexes, expired
+/// rows before the foreign keys that reference them — and the worker waits.
 pub fn restore_in_progress() -> bool {
     Spi::get_one::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity \
-         WHERE datid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database \
-                 WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
-           AND application_name OPERATOR(pg_catalog.=) 'pg_restore'::pg_catalog.text)",
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a \
+         JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) a.datid \
+         JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.usesysid \
+         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database() \
+           AND a.application_name OPERATOR(pg_catalog.=) 'pg_restore'::pg_catalog.text \
+           AND (r.rolsuper OR r.oid OPERATOR(pg_catalog.=) d.datdba))",
     )
     .ok()
     .flatten()

@@ -79,6 +79,8 @@ struct Worker {
     waiting_for_restore: bool,
     /// TTL indexes the safety brake paused in this pass (their other partitions wait too).
     paused_roots: std::collections::HashSet<Oid>,
+    /// Tables whose backlog the safety brake let through, until a visit drains it.
+    brake_checked: std::collections::HashSet<Oid>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -172,6 +174,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         batch_rows: HashMap::new(),
         waiting_for_restore: false,
         paused_roots: Default::default(),
+        brake_checked: Default::default(),
     };
     loop {
         handle_signals();
@@ -272,6 +275,8 @@ impl Worker {
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         self.batch_rows
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+        self.brake_checked
+            .retain(|table| indexes.iter().any(|i| i.table == *table));
         let expired = self.probe(ext, &indexes);
         let mut pass_limited = false;
         let count = indexes.len();
@@ -391,7 +396,10 @@ impl Worker {
             gucs::BATCH_SIZE.get() as i64,
         );
         loop {
-            let want = rows.min(max_table - removed as i64);
+            let rate_cap = batch_size::rate_cap(gucs::MAX_REMOVES_PER_SECOND.get() as i64);
+            let want = rows
+                .min(rate_cap.unwrap_or(i64::MAX))
+                .min(max_table - removed as i64);
             if want <= 0 {
                 limit = Limit::Table;
                 break;
@@ -447,23 +455,35 @@ impl Worker {
                 Err(e) => {
                     budget::give_back(granted);
                     error = Some(e.message);
+                    let max = gucs::BATCH_SIZE.get() as i64;
+                    let smaller = batch_size::after_failure(granted, target, max);
+                    self.batch_rows.insert(index.table, smaller);
                     break;
                 }
             }
         }
         stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
-        if index.brake_released && limit == Limit::None && error.is_none() {
-            // released by ttl_index_resume(), and drained: the brake holds again
-            let _ = in_transaction(|| brake::rearm(ext, index.root));
+        if limit == Limit::None && error.is_none() {
+            // drained: the next backlog is checked by the brake again
+            self.brake_checked.remove(&index.table);
+            if index.brake_released {
+                // released by ttl_index_resume(): the brake holds again
+                let _ = in_transaction(|| brake::rearm(ext, index.root));
+            }
         }
         report(index, removed, limit, error, note)
     }
 
     /// The safety brake before a visit (see [`crate::brake`]): counts the expired rows of
     /// `index`'s table as its owner, up to the limit, and pauses the TTL index when there are
-    /// more.
+    /// more. A backlog that passed is not counted again until a visit drains it (each visit
+    /// would recount what is left of it); a count that outlasts `jsonb_ttl.batch_timeout`
+    /// pauses the index too, saying so (it cannot tell, and the owner can resume).
     fn brake(&mut self, ext: &str, index: &TtlIndex) -> Brake {
-        if !index.brake_available || index.brake_released {
+        if !index.brake_available
+            || index.brake_released
+            || self.brake_checked.contains(&index.table)
+        {
             return Brake::Go;
         }
         let counted = in_batch_frame(&mut self.frame, index, |current, expire_after| {
@@ -479,7 +499,13 @@ impl Worker {
         });
         let reason = match counted {
             Ok(Some(Some(reason))) => reason,
-            Ok(_) => return Brake::Go,
+            Ok(_) => {
+                self.brake_checked.insert(index.table);
+                return Brake::Go;
+            }
+            Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
+                brake::reason_uncounted(index, &e.message)
+            }
             Err(e) => return Brake::Failed(format!("the safety brake could not count: {e}")),
         };
         if let Err(e) = in_transaction(|| brake::pause(ext, index.root, &reason)) {

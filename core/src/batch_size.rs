@@ -48,9 +48,27 @@ pub fn next(asked: i64, deleted: u64, took: Duration, target: Duration, max: i64
         .clamp(MIN_ROWS.min(max), max)
 }
 
+/// The size of the next batch after one that failed as a whole (it outlasted
+/// `jsonb_ttl.batch_timeout`, a lock was not granted): a quarter of it, so a table whose batches
+/// grew past the time limit (a cold cache, a trigger added since) comes back under it rather
+/// than fail at the same size every pass.
+pub fn after_failure(asked: i64, target: Duration, max: i64) -> i64 {
+    if target.is_zero() {
+        return max;
+    }
+    (asked / MAX_GROWTH).clamp(MIN_ROWS.min(max), max)
+}
+
+/// With `jsonb_ttl.max_removes_per_second` set, the most rows one batch asks for: a tenth of a
+/// second's worth (at least [`MIN_ROWS`]), so the rate is kept in small steps, not in one large
+/// batch followed by a long sleep.
+pub fn rate_cap(rows_per_second: i64) -> Option<i64> {
+    (rows_per_second > 0).then(|| (rows_per_second / 10).max(MIN_ROWS))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{first, next};
+    use super::{after_failure, first, next, rate_cap};
     use std::time::Duration;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -170,6 +188,38 @@ mod tests {
                 want,
                 "{what}"
             );
+        }
+    }
+
+    #[test]
+    fn after_failures() {
+        // (asked, target ms, batch_size) → next batch
+        let cases: &[(i64, u64, i64, i64)] = &[
+            (50_000, 25, 50_000, 12_500),
+            (1_000, 25, 50_000, 250),
+            (200, 25, 50_000, 100),   // not below the minimum
+            (50, 25, 50, 50),         // nor above batch_size
+            (5_000, 0, 5_000, 5_000), // fixed size: batch_size
+        ];
+        for &(asked, target, max, want) in cases {
+            assert_eq!(
+                after_failure(asked, MS(target), max),
+                want,
+                "{asked} {target} {max}"
+            );
+        }
+    }
+
+    #[test]
+    fn rate_caps() {
+        let cases: &[(i64, Option<i64>)] = &[
+            (0, None),
+            (10_000, Some(1_000)),
+            (500, Some(100)),
+            (1, Some(100)),
+        ];
+        for &(rate, want) in cases {
+            assert_eq!(rate_cap(rate), want, "{rate}");
         }
     }
 }

@@ -19,6 +19,14 @@ INSERT INTO sessions SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <=
 FROM generate_series(1, 20000) g;
 ANALYZE sessions;
 ALTER TABLE sessions OWNER TO tenant;
+-- the owner's code: a forced row security policy that notes who evaluates it (the brake's
+-- count reads the table as its owner, never as the superuser the worker is)
+CREATE TABLE seen (who name);
+GRANT INSERT ON seen TO PUBLIC;
+CREATE FUNCTION note_reader() RETURNS boolean LANGUAGE plpgsql AS
+$$ BEGIN INSERT INTO public.seen VALUES (current_user); RETURN true; END $$;
+ALTER TABLE sessions ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY readers ON sessions USING (public.note_reader());
 CREATE TABLE steady (id int PRIMARY KEY, doc jsonb);
 INSERT INTO steady SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <= 1000 THEN interval '3 days' ELSE interval '0' END + interval '1 hour')
 FROM generate_series(1, 20000) g;
@@ -34,6 +42,8 @@ expect_eq "the preview shows what a pass would remove" 15000 "$(q brake -c "SELE
 paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'sessions'::regclass")" = t ]; }
 wait_for "the brake pauses the TTL index of sessions (75 % expired at once)" 10 paused
 expect_eq "and nothing of sessions was deleted" 20000 "$(q brake -c "SELECT count(*) FROM sessions")"
+expect_eq "its owner's policy ran while the brake counted, as the owner only" tenant \
+  "$(q brake -c "SELECT string_agg(DISTINCT who::text, ',') FROM seen")"
 expect_eq "ttl_stats says why, and how to go on" t \
   "$(q brake -c "SELECT skipped LIKE 'paused by the safety brake: more than 10000 of about 20000 rows of public.sessions%ttl_index_resume(''public.sessions'')' FROM ttl_stats WHERE table_name = 'sessions'::regclass")"
 expect_eq "the server log says so once" 1 "$(grep -c 'jsonb_ttl: paused by the safety brake' "$CLUSTER_DIR/server.log" || true)"
@@ -49,7 +59,12 @@ expect_eq "the owner resumes: it was paused" t "$(q brake -c "SET ROLE tenant" -
 eventually_eq "then the worker removes the 15,000" 10 5000 brake "SELECT count(*) FROM sessions"
 eventually_eq "and the brake holds again once the table is drained" 10 f brake \
   "SELECT brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass"
-expect_eq "resume on an index that is not paused says so" f "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')")"
+expect_eq "resume on an index that is not paused says so, and leaves its brake on" "f f" \
+  "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')") $(q brake -c "SELECT brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass")"
+expect_eq "a tenant naming a session pg_restore does not stop the worker" 0 \
+  "$(PGAPPNAME=pg_restore "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U tenant -d brake -X -q -At \
+       -c "INSERT INTO sessions SELECT 100000 + g, '{\"seen\": \"2019-01-01\"}' FROM generate_series(1, 10) g" \
+       -c "SELECT pg_sleep(1.5)" -c "SELECT count(*) FROM sessions WHERE id > 100000" | tail -1)"
 q brake -c "SELECT ttl_index_alter('steady', interval '1 day')" >/dev/null
 # a clock jump, as far as the documents go: most of steady's dates move three days back
 q brake -c "UPDATE steady SET doc = jsonb_build_object('seen', now() - interval '3 days') WHERE id <= 15000" -c "ANALYZE steady"

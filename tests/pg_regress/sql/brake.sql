@@ -10,8 +10,9 @@ CREATE TABLE sessions (id int, doc jsonb);
 SELECT index_name FROM ttl_index_create('sessions', 'seen', interval '30 days');
 SELECT table_name, paused_at FROM ttl_indexes;
 
--- not paused: resuming changes nothing, and says so
+-- not paused: resuming changes nothing (the brake stays on), and says so
 SELECT ttl_index_resume('sessions');
+SELECT paused_at, brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass;
 
 UPDATE ttl_index SET paused_at = '2026-11-23 12:00:00+00',
        paused_reason = 'paused by the safety brake: more than 10000 of about 20000 rows of public.sessions were expired at once (jsonb_ttl.max_table_fraction = 0.5); check expire_after and the clock, then SELECT ttl_index_resume(''public.sessions'')'
