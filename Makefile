@@ -1,6 +1,10 @@
 # jsonb_ttl: `make run` starts a local cluster with the worker and demo data; `make test` runs
 # every test layer. Both install whatever is missing first (scripts/install-deps.sh).
-PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+# PG: the PostgreSQL major to build and test against (make test PG=18): 15 is Debian's;
+# scripts/pg-server.sh fetches or builds 16, 17 and 18 once, into /var/cache/jsonb_ttl/pg.
+PG ?= 15
+PG_CONFIG ?= $(if $(filter 15,$(PG)),/usr/lib/postgresql/15/bin/pg_config,$(shell scripts/pg-server.sh $(PG)))
+export PG_CONFIG
 RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
@@ -10,7 +14,7 @@ RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 deps:
 	@scripts/install-deps.sh
 
-## make test: every test layer, each against a real PostgreSQL 15:
+## make test [PG=15|16|17|18]: every test layer, each against a real PostgreSQL (15 by default):
 ##   unit       the pure crate's tests (core/, cargo test), then #[pg_test] in-backend tests and
 ##              the extension's Rust unit tests (cargo pgrx test)
 ##   regress    pg_regress golden files, tests/pg_regress
@@ -25,8 +29,8 @@ test-long: deps install
 unit:
 	cargo test -p jsonb_ttl_core
 	@d=$$(scripts/cluster.sh dir pgrx-test-data); rm -rf $$d && mkdir -p $$d && chown postgres: $$d && \
-	  echo "cargo pgrx test pg15 --runas postgres --pgdata $$d" && \
-	  cargo pgrx test pg15 --runas postgres --pgdata $$d
+	  echo "cargo pgrx test pg$(PG) --runas postgres --pgdata $$d" && \
+	  cargo pgrx test pg$(PG) --runas postgres --pgdata $$d
 
 # cargo pgrx installs the current version's script and the update scripts (sql/jsonb_ttl--A--B.sql);
 # the released install scripts it no longer generates (sql/jsonb_ttl--X.Y.Z.sql) are copied here,

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PGBIN=$(/usr/lib/postgresql/15/bin/pg_config --bindir)
+PGBIN=$("${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" --bindir)
 NAME=bench
 PORT=${BENCH_PORT:-28817}
 SCALE=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL 15 cluster with jsonb_ttl preloaded, run as the postgres user.
+# A throwaway PostgreSQL cluster (15, or the server of $PG_CONFIG) with jsonb_ttl preloaded, run as the postgres user.
 #   scripts/cluster.sh start NAME PORT [extra postgresql.conf lines...]
 #   scripts/cluster.sh stop NAME
 #   scripts/cluster.sh destroy NAME
@@ -11,7 +11,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PGBIN=$(/usr/lib/postgresql/15/bin/pg_config --bindir)
+PGBIN=$("${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" --bindir)  # PG_CONFIG: which server
 cmd=${1:?start|stop|destroy|dir}
 name=${2:?cluster name}
 as_pg() { runuser -u postgres -- "$@"; }

@@ -82,7 +82,15 @@ unsafe extern "C-unwind" {
 
 /// Makes SIGTERM end the process the way it ends a backend (see [`handle_signals`]).
 pub fn die_on_sigterm() {
-    unsafe { pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die)) };
+    // PostgreSQL 18 made pqsignal() a macro over pqsignal_be() in the backend (port.h)
+    #[cfg(not(feature = "pg18"))]
+    unsafe {
+        pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die))
+    };
+    #[cfg(feature = "pg18")]
+    unsafe {
+        pg_sys::pqsignal_be(pg_sys::SIGTERM as i32, Some(postgres_die))
+    };
 }
 
 /// Sleeps `duration` or until a signal, and acts on it. Exits if the postmaster died.

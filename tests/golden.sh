@@ -7,7 +7,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}  # make test PG=N sets it
 PGXS=$($PG_CONFIG --pkglibdir)/pgxs
 cd "$ROOT"
 mode=${1:?regress|isolation}

@@ -7,6 +7,10 @@
 # takes, some are left for the new primary to delete; one in 100 expires an hour out.
 # About 30 seconds; scripts/install-deps.sh installs pg_auto_failover.
 source "$(dirname "$0")/lib.sh"
+if [ "$PG_MAJOR" != 15 ]; then
+  echo "failover: skipped on PostgreSQL $PG_MAJOR (pg_auto_failover comes from Debian, for 15 only)"
+  exit 0
+fi
 PGAF=$("$ROOT/scripts/cluster.sh" dir e2e-failover)
 MON_PORT=28840 N1_PORT=28841 N2_PORT=28842
 as_pg() {

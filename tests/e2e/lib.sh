@@ -2,7 +2,9 @@
 # (library preloaded) with `start_cluster NAME PORT [conf lines…]`, and stops it on exit.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PGBIN=$(/usr/lib/postgresql/15/bin/pg_config --bindir)
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}  # make test PG=N sets it
+PGBIN=$("$PG_CONFIG" --bindir)
+PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 E2E_FAILURES=0
 E2E_PASSES=0
 

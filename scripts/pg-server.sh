@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Prints the pg_config of PostgreSQL MAJOR (15, 16, 17 or 18), installing that server first
+# when it is missing, and registers it with pgrx (~/.pgrx/config.toml).
+#   scripts/pg-server.sh MAJOR
+# Only package registries are reachable from where this project is built and tested, so:
+#   15  Debian bookworm's postgresql-15 and postgresql-server-dev-15 (scripts/install-deps.sh)
+#   16  PostgreSQL 16.2 as the PyPI wheel pgserver 0.1.4 ships it (binaries, headers, pg_config;
+#       relocatable): no Debian suite has 16 any more
+#   17  the upstream source Debian's pool still serves (17.11; trixie's index names 17.12,
+#       whose files answer 404), built here
+#   18  `apt-get source postgresql-18` (sid), built here
+# Servers live in $JSONB_TTL_PG_CACHE (default /var/cache/jsonb_ttl/pg/MAJOR), outside the
+# checkout and readable by the postgres user that runs the test clusters; a build takes about
+# 5 minutes on 2 cores, once.
+set -euo pipefail
+major=${1:?MAJOR}
+cache=${JSONB_TTL_PG_CACHE:-/var/cache/jsonb_ttl/pg}
+dir=$cache/$major
+log() { echo "pg-server: $*" >&2; }
+
+build_from_source() {  # build_from_source TARBALL: configure, make, install into $dir/install
+  local src
+  mkdir -p "$dir/src"
+  tar xjf "$1" -C "$dir/src"
+  src=$(find "$dir/src" -maxdepth 1 -mindepth 1 -type d | head -1)
+  log "building PostgreSQL $major from $(basename "$src") into $dir/install (about 5 minutes)"
+  (cd "$src" && ./configure --prefix="$dir/install" --without-icu >"$dir/configure.log" 2>&1 \
+     && make -j"$(nproc)" >"$dir/make.log" 2>&1 && make install >"$dir/install.log" 2>&1) \
+    || { log "build failed, see $dir/*.log"; exit 1; }
+  rm -rf "$dir/src"
+}
+
+case "$major" in
+  15) pg_config=/usr/lib/postgresql/15/bin/pg_config ;;
+  16) pg_config=$dir/pgserver/pginstall/bin/pg_config ;;
+  *) pg_config=$dir/install/bin/pg_config ;;
+esac
+
+if [ ! -x "$pg_config" ]; then
+  mkdir -p "$dir"
+  case "$major" in
+    15) log "PostgreSQL 15 comes from scripts/install-deps.sh"; exit 1 ;;
+    16)
+      log "fetching PostgreSQL 16.2 (PyPI: pgserver 0.1.4)"
+      python3 -m pip download -q --no-deps --only-binary :all: --platform manylinux2014_x86_64 \
+        --python-version 3.11 -d "$dir/wheel" pgserver==0.1.4 >&2
+      python3 - "$dir" <<'PY'
+import pathlib, sys, zipfile
+target = pathlib.Path(sys.argv[1])
+wheel = next((target / "wheel").glob("pgserver-*.whl"))
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        # the server, and the libraries its binaries find through RPATH $ORIGIN/../../../pgserver.libs
+        if name.startswith(("pgserver/pginstall/", "pgserver.libs/")):
+            z.extract(name, target)
+# zip entries lose their mode bits: the programs get theirs back
+pginstall = target / "pgserver/pginstall"
+programs = list((pginstall / "bin").iterdir()) + [
+    p for p in (pginstall / "lib/postgresql/pgxs").rglob("*")
+    if p.is_file() and p.name in {"pg_regress", "isolationtester", "pg_isolation_regress",
+                                  "install-sh", "missing"}]
+for f in programs:
+    f.chmod(0o755)
+PY
+      rm -rf "$dir/wheel" ;;
+    17)
+      apt-get install -y -qq bison flex libreadline-dev zlib1g-dev curl >/dev/null
+      curl -fsS -o "$dir/postgresql-17.tar.bz2" \
+        http://deb.debian.org/debian/pool/main/p/postgresql-17/postgresql-17_17.11.orig.tar.bz2
+      build_from_source "$dir/postgresql-17.tar.bz2"
+      rm -f "$dir/postgresql-17.tar.bz2" ;;
+    18)
+      apt-get install -y -qq bison flex libreadline-dev zlib1g-dev dpkg-dev >/dev/null
+      src_list=/etc/apt/sources.list.d/jsonb_ttl-pg-src.sources
+      if [ ! -f "$src_list" ]; then
+        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$src_list"
+        apt-get update -qq
+      fi
+      (cd "$dir" && apt-get source -q --download-only postgresql-18 >/dev/null 2>&1)
+      build_from_source "$(ls "$dir"/postgresql-18_*.orig.tar.bz2 | head -1)"
+      rm -f "$dir"/postgresql-18_* ;;
+    *) log "no PostgreSQL $major here (15, 16, 17 or 18)"; exit 2 ;;
+  esac
+  chmod -R a+rX "$cache"
+fi
+
+# pgrx: register this major next to the others (cargo pgrx init would rewrite the whole file)
+config=${PGRX_HOME:-$HOME/.pgrx}/config.toml
+mkdir -p "$(dirname "$config")"
+[ -f "$config" ] || printf '[configs]\n' >"$config"
+if ! grep -qs "^pg$major = \"$pg_config\"" "$config"; then
+  sed -i "/^pg$major = /d" "$config"
+  sed -i "/^\[configs\]/a pg$major = \"$pg_config\"" "$config"
+fi
+echo "$pg_config"
