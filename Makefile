@@ -9,7 +9,7 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-long unit regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
+.PHONY: deps test test-majors test-long unit regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
@@ -21,6 +21,22 @@ deps:
 ##   isolation  isolationtester specs, tests/isolation
 ##   e2e        end-to-end scripts against a cluster with the library preloaded, tests/e2e
 test: deps unit regress isolation e2e
+
+## make test-majors: on PostgreSQL 16, 17 and 18 (each fetched or built once, see PG above),
+## the pg_regress and isolation golden files and the worker's end-to-end tests (worker,
+## security: the 16+ ownership checks of the hooks, brake, dump_restore). CI runs it after
+## make test.
+MAJORS ?= 16 17 18
+test-majors: deps
+	@set -e; for v in $(MAJORS); do \
+	  echo "== PostgreSQL $$v"; \
+	  pg_config=$$(scripts/pg-server.sh $$v); \
+	  $(MAKE) --no-print-directory PG=$$v PG_CONFIG=$$pg_config install regress isolation; \
+	  for t in worker security brake dump_restore; do \
+	    echo "== PostgreSQL $$v: tests/e2e/$$t.sh"; \
+	    PG_CONFIG=$$pg_config tests/e2e/$$t.sh; \
+	  done; \
+	done
 
 ## make test-long: the race test at full size (1M rows, 60 s of concurrent date moves).
 test-long: deps install

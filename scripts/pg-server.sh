@@ -42,8 +42,11 @@ if [ ! -x "$pg_config" ]; then
     15) log "PostgreSQL 15 comes from scripts/install-deps.sh"; exit 1 ;;
     16)
       log "fetching PostgreSQL 16.2 (PyPI: pgserver 0.1.4)"
-      python3 -m pip download -q --no-deps --only-binary :all: --platform manylinux2014_x86_64 \
-        --python-version 3.11 -d "$dir/wheel" pgserver==0.1.4 >&2
+      python3 -m venv --help >/dev/null 2>&1 || apt-get install -y -qq python3-venv >/dev/null
+      python3 -m venv "$dir/venv"
+      "$dir/venv/bin/pip" download -q --no-deps --only-binary :all: \
+        --platform manylinux2014_x86_64 --python-version 3.11 -d "$dir/wheel" pgserver==0.1.4 >&2
+      rm -rf "$dir/venv"
       python3 - "$dir" <<'PY'
 import pathlib, sys, zipfile
 target = pathlib.Path(sys.argv[1])
@@ -64,13 +67,13 @@ for f in programs:
 PY
       rm -rf "$dir/wheel" ;;
     17)
-      apt-get install -y -qq bison flex libreadline-dev zlib1g-dev curl >/dev/null
+      apt-get install -y -qq bison flex libreadline-dev zlib1g-dev curl bzip2 >/dev/null
       curl -fsS -o "$dir/postgresql-17.tar.bz2" \
         http://deb.debian.org/debian/pool/main/p/postgresql-17/postgresql-17_17.11.orig.tar.bz2
       build_from_source "$dir/postgresql-17.tar.bz2"
       rm -f "$dir/postgresql-17.tar.bz2" ;;
     18)
-      apt-get install -y -qq bison flex libreadline-dev zlib1g-dev dpkg-dev >/dev/null
+      apt-get install -y -qq bison flex libreadline-dev zlib1g-dev dpkg-dev bzip2 >/dev/null
       src_list=/etc/apt/sources.list.d/jsonb_ttl-pg-src.sources
       if [ ! -f "$src_list" ]; then
         printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$src_list"

@@ -7,14 +7,14 @@ CREATE TABLE c (doc jsonb);
 SELECT index_name FROM ttl_index_create('a', 'ts', interval '1 hour');
 SELECT index_name FROM ttl_index_create('b', 'ts', interval '1 hour');
 SELECT index_name FROM ttl_index_create('c', 'ts', interval '1 hour');
-SELECT table_name, index_name FROM ttl_indexes ORDER BY 1::text;
+SELECT table_name, index_name FROM ttl_indexes ORDER BY table_name::text;
 
 SELECT ttl_index_drop('a');
 SELECT count(*) AS ttl_indexes_on_a FROM pg_indexes WHERE tablename = 'a';
 
 DROP TABLE b;
 DROP INDEX c_ttl_idx;
-SELECT table_name, index_name FROM ttl_indexes ORDER BY 1::text;
+SELECT table_name, index_name FROM ttl_indexes ORDER BY table_name::text;
 SELECT count(*) AS catalog_rows FROM ttl_index;
 
 -- dropping again is an error: there is nothing to drop
@@ -24,6 +24,6 @@ SELECT index_name FROM ttl_index_create('c', 'ts', interval '1 hour');
 BEGIN;
 DROP TABLE c;
 ROLLBACK;
-SELECT table_name, index_name FROM ttl_indexes ORDER BY 1::text;
+SELECT table_name, index_name FROM ttl_indexes ORDER BY table_name::text;
 DROP TABLE a, c;
 SELECT count(*) AS catalog_rows FROM ttl_index;

@@ -58,4 +58,4 @@ FROM (VALUES ('2019-05-27'), ('2019-05-27T21:20:00.123+01:30'), ('2019-02-29'),
 
 -- all three are IMMUTABLE, STRICT and PARALLEL SAFE
 SELECT p.oid::regprocedure, provolatile, proisstrict, proparallel
-FROM pg_proc p WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring') ORDER BY 1::text;
+FROM pg_proc p WHERE proname IN ('ttl_timestamp', 'ttl_is_datestring') ORDER BY p.oid::regprocedure::text;
