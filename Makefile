@@ -9,7 +9,7 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-majors test-long unit regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
+.PHONY: deps test test-majors test-long unit package regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
@@ -60,6 +60,13 @@ install:
 install-release:
 	cargo pgrx install --release --pg-config $(PG_CONFIG)
 	install -m 644 $(RELEASED_SCRIPTS) $$($(PG_CONFIG) --sharedir)/extension/
+
+## make package [PG=N]: an installable tree for that major, target/release/jsonb_ttl-pgN/, laid
+## out at the server's own paths (pg_config): copy it onto the server's /.
+package:
+	cargo pgrx package --pg-config $(PG_CONFIG)
+	install -m 644 $(RELEASED_SCRIPTS) \
+	  target/release/jsonb_ttl-pg$(PG)$$($(PG_CONFIG) --sharedir)/extension/
 
 regress: install
 	tests/golden.sh regress
