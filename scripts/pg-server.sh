@@ -38,6 +38,7 @@ esac
 
 if [ ! -x "$pg_config" ]; then
   mkdir -p "$dir"
+  [ "$major" = 15 ] || apt-get update -qq  # a fresh machine's package lists may be empty
   case "$major" in
     15) log "PostgreSQL 15 comes from scripts/install-deps.sh"; exit 1 ;;
     16)
