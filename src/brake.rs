@@ -8,7 +8,7 @@
 //! Before the first batch of a visit the worker counts the expired rows through the TTL index,
 //! as the table's owner, stopping one past the limit (so a steady table costs the few rows it
 //! has expired, a table over the limit the limit); a backlog that passed is not counted again
-//! until a visit drains it, and a count that outlasts `jsonb_ttl.batch_timeout` pauses the index
+//! until a visit drains it or its `expire_after` changes, and a count that outlasts `jsonb_ttl.batch_timeout` pauses the index
 //! too, saying why. Tables smaller than
 //! `jsonb_ttl.brake_min_rows` (by the planner's estimate, or the live rows counted since the
 //! last statistics reset when there is none yet) are never braked: a table of two rows, both

@@ -79,8 +79,10 @@ struct Worker {
     waiting_for_restore: bool,
     /// TTL indexes the safety brake paused in this pass (their other partitions wait too).
     paused_roots: std::collections::HashSet<Oid>,
-    /// Tables whose backlog the safety brake let through, until a visit drains it.
-    brake_checked: std::collections::HashSet<Oid>,
+    /// Tables whose backlog the safety brake let through, until a visit drains it, with the
+    /// expire_after it was counted under (a changed one is counted again: the brake is there
+    /// for a wrong expire_after most of all).
+    brake_checked: HashMap<Oid, (i32, i32, i64)>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -276,7 +278,7 @@ impl Worker {
         self.batch_rows
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         self.brake_checked
-            .retain(|table| indexes.iter().any(|i| i.table == *table));
+            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         let expired = self.probe(ext, &indexes);
         let mut pass_limited = false;
         let count = indexes.len();
@@ -482,7 +484,7 @@ impl Worker {
     fn brake(&mut self, ext: &str, index: &TtlIndex) -> Brake {
         if !index.brake_available
             || index.brake_released
-            || self.brake_checked.contains(&index.table)
+            || self.brake_checked.get(&index.table) == Some(&interval_key(index.expire_after))
         {
             return Brake::Go;
         }
@@ -500,7 +502,8 @@ impl Worker {
         let reason = match counted {
             Ok(Some(Some(reason))) => reason,
             Ok(_) => {
-                self.brake_checked.insert(index.table);
+                self.brake_checked
+                    .insert(index.table, interval_key(index.expire_after));
                 return Brake::Go;
             }
             Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
@@ -735,6 +738,13 @@ fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
                 "Pass a table with a TTL index, or one of its partitions.",
             )
         });
+    if index.foreign {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{} is a foreign table", index.display_name),
+            "The worker never deletes through a foreign data wrapper.",
+        );
+    }
     if !owner::has_privileges_of(index.owner) {
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -795,6 +805,11 @@ fn report(
         error: error.or(note).as_deref(),
     });
     limit
+}
+
+/// An interval as a map value (months, days, microseconds).
+fn interval_key(interval: pgrx::datum::Interval) -> (i32, i32, i64) {
+    (interval.months(), interval.days(), interval.micros())
 }
 
 /// What the safety brake says before a visit.

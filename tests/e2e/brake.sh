@@ -71,4 +71,20 @@ q brake -c "UPDATE steady SET doc = jsonb_build_object('seen', now() - interval 
 steady_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'steady'::regclass")" = t ]; }
 wait_for "the brake catches the next mass expiry too" 10 steady_paused
 expect_eq "with the rows still there" 19000 "$(q brake -c "SELECT count(*) FROM steady")"
+
+echo "== a backlog the brake let through is counted again once expire_after changes"
+q postgres -c "ALTER SYSTEM SET jsonb_ttl.max_table_removes = 100" -c "SELECT pg_reload_conf()" >/dev/null
+q brake <<'SQL'
+CREATE TABLE slow (id int PRIMARY KEY, doc jsonb);
+-- 5,000 of 20,000 expired under 1 day: let through, and not drained at 100 rows a pass
+INSERT INTO slow SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <= 5000 THEN interval '3 days' ELSE interval '1 hour' END)
+FROM generate_series(1, 20000) g;
+ANALYZE slow;
+SELECT FROM ttl_index_create('slow', 'seen', interval '1 day');
+SQL
+going() { [ "$(q brake -c "SELECT count(*) < 20000 FROM slow")" = t ]; }
+wait_for "the worker purges slow's backlog, 100 rows a pass" 10 going
+q brake -c "SELECT FROM ttl_index_alter('slow', interval '1 minute')"
+slow_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'slow'::regclass")" = t ]; }
+wait_for "a wrong expire_after on it (all rows expired) pauses it at once" 10 slow_paused
 finish
