@@ -13,7 +13,8 @@ SELECT t.table_oid                          AS table_name,
        pg_catalog.pg_relation_size(i.oid)   AS index_size,
        t.created_at,
        t.time_zone,
-       t.paused_at
+       t.paused_at,
+       t.filter
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
@@ -25,35 +26,38 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created, t.time_zone
+           is_newly_created, t.time_zone, t.filter
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
-                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL)
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone);
+    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
+                                                     filter);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
-                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL)
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone)
+                                        time_zone, filter)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,

@@ -12,7 +12,9 @@ CREATE TABLE ttl_index (
     time_zone    text,                   -- the zone a timestamp or date column is read in; NULL: UTC
     paused_at    timestamptz,            -- paused by the safety brake since then; NULL: not paused
     paused_reason text,
-    brake_released boolean NOT NULL DEFAULT false  -- ttl_index_resume(): off until the table drains
+    brake_released boolean NOT NULL DEFAULT false, -- ttl_index_resume(): off until the table drains
+    filter       text,                   -- only rows this holds for expire (pg_get_expr form); NULL: all
+    filter_sql   text                    -- the same, qualified down to its operators: what statements carry
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -27,7 +29,8 @@ CREATE TYPE ttl_index_info AS (
     expire_after     interval,
     numeric_unit     text,
     is_newly_created boolean,
-    time_zone        text
+    time_zone        text,
+    filter           text
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

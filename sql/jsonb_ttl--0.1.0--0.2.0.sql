@@ -302,3 +302,76 @@ CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
 JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
+
+-- Partial TTL (MongoDB's partialFilterExpression): ttl_index_create(…, filter => '…'); only
+-- rows the filter holds for expire. Existing entries have none.
+ALTER TABLE @extschema@.ttl_index ADD COLUMN filter text,
+                                  ADD COLUMN filter_sql text;
+ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter text;
+CREATE FUNCTION @extschema@."_ttl_index_create"(
+	"tbl" oid, /* Option < Oid > */
+	"path" TEXT, /* Option < & str > */
+	"expire_after" interval, /* Option < Interval > */
+	"numeric_unit" TEXT, /* Option < & str > */
+	"time_zone" TEXT, /* Option < & str > */
+	"filter" TEXT /* Option < & str > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_create_with_options_wrapper';
+CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
+           is_newly_created, t.time_zone, t.filter
+    FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
+$$;
+DROP FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text);
+DROP FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text);
+CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
+                                                     filter);
+BEGIN
+    RETURN @extschema@._ttl_index_info(tbl, created);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text) IS
+  'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
+CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
+                                        time_zone, filter)
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text) IS
+  'Creates the TTL index of a table, with expire_after in seconds.';
+CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
+SELECT t.table_oid                          AS table_name,
+       t.column_name,
+       t.path,
+       t.json_path,
+       t.expire_after,
+       t.numeric_unit,
+       t.index_name,
+       pg_catalog.pg_relation_size(i.oid)   AS index_size,
+       t.created_at,
+       t.time_zone,
+       t.paused_at,
+       t.filter
+FROM @extschema@.ttl_index t
+JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;

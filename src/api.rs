@@ -8,7 +8,7 @@ use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, ColumnKind, PathErrorKind};
-use crate::{deleter, gucs, owner};
+use crate::{deleter, filter, gucs, owner};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -193,16 +193,18 @@ fn choose_index_name(table: &Table) -> String {
     unreachable!()
 }
 
-/// Builds the TTL index `name` of `table` on `reference`, partial on its being known. A
-/// partitioned table's index covers every partition, now and future; a plain table's stays off
-/// legacy inheritance children, which are not part of this TTL index.
-fn build_index(table: &Table, name: &str, reference: &str) {
+/// Builds the TTL index `name` of `table` on `reference`, partial on its being known and on the
+/// filter (see [`catalog::index_predicate`]). A partitioned table's index covers every
+/// partition, now and future; a plain table's stays off legacy inheritance children, which are
+/// not part of this TTL index.
+fn build_index(table: &Table, name: &str, reference: &str, filter: Option<&str>) {
     let only = if table.partitioned { "" } else { "ONLY" };
     Spi::run(&format!(
-        "CREATE INDEX {} ON {only} {}.{} ({reference}) WHERE {reference} IS NOT NULL",
+        "CREATE INDEX {} ON {only} {}.{} ({reference}) WHERE {}",
         quote_identifier(name),
         quote_identifier(&table.schema),
         quote_identifier(&table.relname),
+        catalog::index_predicate(reference, filter)
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
 }
@@ -286,6 +288,20 @@ fn ttl_index_create_in_zone(
     numeric_unit: Option<&str>,
     time_zone: Option<&str>,
 ) -> bool {
+    ttl_index_create_with_options(tbl, path, expire_after, numeric_unit, time_zone, None)
+}
+
+/// `ttl_index_create` with every option (sql/api.sql gives it its documented signature).
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_create_with_options(
+    tbl: Option<Oid>,
+    path: Option<&str>,
+    expire_after: Option<Interval>,
+    numeric_unit: Option<&str>,
+    time_zone: Option<&str>,
+    filter: Option<&str>,
+) -> bool {
     let table = owned_table(tbl);
     let path = required(path, "path");
     let expire_after = check_expire_after(expire_after);
@@ -299,6 +315,7 @@ fn ttl_index_create_in_zone(
         };
         raise(code, e.message, e.hint)
     });
+    let filter = filter.map(|text| filter::analyze(table.oid, text));
     let ext = catalog::extension_schema();
     let zoned_catalog = catalog::has_time_zone(&ext);
     let zone = match zoned_catalog {
@@ -310,7 +327,8 @@ fn ttl_index_create_in_zone(
         let same = current.resolved == resolved
             && current.unit == unit
             && current.expire_after.as_micros() == expire_after.as_micros()
-            && same_zone(zone.as_deref(), current.time_zone.as_deref());
+            && same_zone(zone.as_deref(), current.time_zone.as_deref())
+            && current.filter_sql == filter.as_ref().map(|f| f.sql.clone());
         if same {
             return false;
         }
@@ -332,11 +350,17 @@ fn ttl_index_create_in_zone(
     let index_name = choose_index_name(&table);
     let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
         .expect("path resolution accepts only columns that hold a time");
-    build_index(&table, &index_name, &reference);
+    let filter_sql = filter.as_ref().map(|f| f.sql.as_str());
+    build_index(&table, &index_name, &reference, filter_sql);
 
     let json_path: Vec<String> = resolved.json_path.clone();
+    // (0.1.0's catalog has none of the later columns, and 0.1.0's SQL passes no option)
     let zone_column = if zoned_catalog { ", time_zone" } else { "" };
     let zone_value = if zoned_catalog { ", $8" } else { "" };
+    let (filter_columns, filter_values) = match filter {
+        Some(_) => (", filter, filter_sql", ", $9, $10"),
+        None => ("", ""),
+    };
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
         let mut args = vec![
             table.oid.into(),
@@ -350,11 +374,15 @@ fn ttl_index_create_in_zone(
         if zoned_catalog {
             args.push(zone.into());
         }
+        if let Some(filter) = &filter {
+            args.push(filter.shown.clone().into());
+            args.push(filter.sql.clone().into());
+        }
         Spi::run_with_args(
             &format!(
                 "INSERT INTO {ext}.ttl_index (table_oid, column_name, json_path, path, \
-                 expire_after, numeric_unit, index_name{zone_column}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7{zone_value})"
+                 expire_after, numeric_unit, index_name{zone_column}{filter_columns}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7{zone_value}{filter_values})"
             ),
             &args,
         )
@@ -407,7 +435,7 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     let reference = catalog::reference_expr(&ext, &current.resolved, current.unit, Some(&zone))
         .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
     let building = choose_index_name(&table);
-    build_index(&table, &building, &reference);
+    build_index(&table, &building, &reference, current.filter_sql.as_deref());
     let schema = quote_identifier(&table.schema);
     // The catalog follows the new index first, so that dropping the old one (which the sql_drop
     // event trigger watches) keeps the entry, then takes the old name back with it.
@@ -529,7 +557,7 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
         "{}SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         crate::planner::MARKER,
         index.qualified_table,
-        catalog::expired_condition(&reference)
+        index.expired(&reference)
     );
     unsafe { pgrx::pg_sys::LockRelationOid(target, pgrx::pg_sys::AccessShareLock as _) };
     let owner = owner::table_owner(target)?;

@@ -44,6 +44,10 @@ pub struct TtlIndex {
     pub brake_released: bool,
     /// Whether the catalog has the brake's columns (a database still at 0.1.0's SQL has not).
     pub brake_available: bool,
+    /// Only rows this predicate holds for expire (see [`crate::filter`]): its qualified form.
+    pub filter_sql: Option<String>,
+    /// The reference attribute is kept at the time of the last write (see [`crate::touch`]).
+    pub touch: bool,
 }
 
 impl TtlIndex {
@@ -55,6 +59,12 @@ impl TtlIndex {
             self.unit,
             self.time_zone.as_deref(),
         )
+    }
+
+    /// Whether a row is expired, with the reference time `reference` (see
+    /// [`expired_condition`]), and this TTL index's filter.
+    pub fn expired(&self, reference: &str) -> String {
+        expired_condition(reference, self.filter_sql.as_deref())
     }
 }
 
@@ -188,11 +198,22 @@ pub fn reference_expr(
     })
 }
 
-/// `<reference> < now() - $1`: whether a row is expired (parameter `$1 interval`
-/// expire_after), qualified like [`reference_expr`]. `OPERATOR()` binds left to right at one
-/// precedence, hence the parentheses.
-pub fn expired_condition(reference: &str) -> String {
-    format!("{reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)")
+/// `<reference> < now() - $1 [AND <filter>]`: whether a row is expired (parameter `$1
+/// interval` expire_after), qualified like [`reference_expr`]; `filter` is the qualified filter
+/// of the TTL index (see [`crate::filter`]), also part of the index predicate, so the planner
+/// proves the partial index usable. `OPERATOR()` binds left to right at one precedence, hence
+/// the parentheses.
+pub fn expired_condition(reference: &str, filter: Option<&str>) -> String {
+    let filter = filter.map_or(String::new(), |filter| format!(" AND {filter}"));
+    format!(
+        "{reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1){filter}"
+    )
+}
+
+/// The predicate of a TTL index: its reference time is known, and its filter holds.
+pub fn index_predicate(reference: &str, filter: Option<&str>) -> String {
+    let filter = filter.map_or(String::new(), |filter| format!(" AND {filter}"));
+    format!("{reference} IS NOT NULL{filter}")
 }
 
 /// `index` with the names its table and column have now, from the system caches; `None` when
@@ -274,7 +295,10 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'paused_at'::pg_catalog.text) IS NOT NULL, \
                 coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'brake_released'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
-                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.?) 'brake_released'::pg_catalog.text \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.?) 'brake_released'::pg_catalog.text, \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'filter_sql'::pg_catalog.text, \
+                coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'touch'::pg_catalog.text) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -321,6 +345,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     paused: row.get::<bool>(17).ok().flatten().unwrap_or(false),
                     brake_released: row.get::<bool>(18).ok().flatten().unwrap_or(false),
                     brake_available: row.get::<bool>(19).ok().flatten().unwrap_or(false),
+                    filter_sql: row.get::<String>(20).ok().flatten(),
+                    touch: row.get::<bool>(21).ok().flatten().unwrap_or(false),
                 }
             })
             .collect()

@@ -32,6 +32,7 @@ pub mod budget;
 pub mod catalog;
 pub mod deleter;
 pub mod error;
+pub mod filter;
 pub mod functions;
 pub mod gucs;
 pub mod hooks;

@@ -51,10 +51,14 @@ fn ttl_expire_preview(
         )
     };
     let reference = index.reference(&ext).unwrap_or_else(|e| error!("{e}"));
+    let filter = index
+        .filter_sql
+        .as_ref()
+        .map_or(String::new(), |filter| format!(" AND {filter}"));
     // the table itself, partitions included: the TTL index of a partitioned table covers them
     let sql = format!(
         "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
-         FROM {} WHERE {reference} OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2)",
+         FROM {} WHERE {reference} OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2){filter}",
         index.qualified_table
     );
     let expire_after: Interval = index.expire_after;

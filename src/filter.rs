@@ -1,0 +1,336 @@
+//! Partial TTL (MongoDB's `partialFilterExpression`): `ttl_index_create(…, filter => '<predicate>')`.
+//! Only the rows the predicate holds for ever expire; it becomes part of the TTL index's
+//! predicate, and of every statement that picks expired rows, so the planner proves the partial
+//! index usable (both come from the same text, so they parse to equal trees).
+//!
+//! The predicate is parsed as PostgreSQL parses an index predicate (`EXPR_KIND_INDEX_PREDICATE`:
+//! no subqueries, aggregates, window or set-returning functions) against the table's columns,
+//! then checked for IMMUTABLE functions only, and kept in two forms:
+//! - `filter`, its canonical `pg_get_expr` form (deparsed under `search_path = pg_catalog,
+//!   pg_temp`, so every name outside pg_catalog is qualified): what `ttl_indexes` shows;
+//! - `filter_sql`, the same tree written qualified down to its operators, casts and functions
+//!   (`OPERATOR(pg_catalog.=)`, `'done'::pg_catalog.text`): what our statements carry, since
+//!   they run as the table's owner under the owner's own `search_path`, where a bare `=` could
+//!   resolve to some other schema's operator (CVE-2018-1058). Only the node kinds written out
+//!   below are accepted; anything else is refused with a HINT, never written ambiguously.
+
+use crate::error::raise;
+use pgrx::pg_sys::{self, NodeTag, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::{quote_identifier, quote_literal};
+use pgrx::{PgList, PgSqlErrorCode};
+use std::ffi::{CStr, CString};
+
+/// A filter, as shown and as written into statements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    pub shown: String,
+    pub sql: String,
+}
+
+const HINT: &str = "filter is a boolean expression over the table's columns, as in a partial \
+     index's WHERE clause: operators, IMMUTABLE functions, casts, AND / OR / NOT, IS [NOT] NULL, \
+     IN (…), = ANY (…), COALESCE; for example filter => $$doc->>'kind' = 'session'$$. It is \
+     read with search_path = pg_catalog: qualify other names (myschema.f(col)).";
+
+fn refuse(code: PgSqlErrorCode, message: impl Into<String>) -> ! {
+    raise(code, message, HINT)
+}
+
+/// Parses `text` as the filter of a TTL index on `table` (which the caller has locked or
+/// owns), or raises. Runs no user code: parse analysis only.
+pub fn analyze(table: Oid, text: &str) -> Filter {
+    if text.trim().is_empty() {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "filter must not be empty",
+        );
+    }
+    let sql = CString::new(format!("SELECT WHERE {text}")).unwrap_or_else(|_| {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "filter must not contain a NUL character",
+        )
+    });
+    let expr = PgTryBuilder::new(|| unsafe {
+        where_clause(&sql).map(|clause| transform(table, &sql, clause))
+    })
+    .catch_others(|e| match e {
+        pg_sys::panic::CaughtError::PostgresError(report)
+        | pg_sys::panic::CaughtError::ErrorReport(report) => raise(
+            report.sql_error_code(),
+            format!("invalid filter: {}", report.message()),
+            HINT,
+        ),
+        other => other.rethrow(),
+    })
+    .execute();
+    let Some(expr) = expr else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+            "filter must be a single boolean expression",
+        );
+    };
+    unsafe {
+        if pg_sys::contain_mutable_functions(expr) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
+                "functions in a filter must be marked IMMUTABLE",
+                "The filter is part of the TTL index's predicate, which must give the same \
+                 answer for a row whenever it is evaluated.",
+            );
+        }
+        let relname = pg_sys::get_rel_name(table);
+        let shown = pg_sys::deparse_expression(
+            expr,
+            pg_sys::deparse_context_for(relname, table),
+            false,
+            false,
+        );
+        Filter {
+            shown: CStr::from_ptr(shown).to_string_lossy().into_owned(),
+            sql: qualified(table, expr).unwrap_or_else(|what| {
+                refuse(
+                    PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                    format!("a filter cannot use {what}"),
+                )
+            }),
+        }
+    }
+}
+
+/// The WHERE clause of `sql` (`SELECT WHERE …`), when `sql` is that and nothing more.
+unsafe fn where_clause(sql: &CStr) -> Option<*mut pg_sys::Node> {
+    let parsed = PgList::<pg_sys::RawStmt>::from_pg(pg_sys::raw_parser(
+        sql.as_ptr(),
+        pg_sys::RawParseMode::RAW_PARSE_DEFAULT,
+    ));
+    if parsed.len() != 1 {
+        return None;
+    }
+    let stmt = (*parsed.get_ptr(0)?).stmt;
+    if stmt.is_null() || (*stmt).type_ != NodeTag::T_SelectStmt {
+        return None;
+    }
+    let select = &*(stmt as *mut pg_sys::SelectStmt);
+    let bare = select.op == pg_sys::SetOperation::SETOP_NONE
+        && select.distinctClause.is_null()
+        && select.intoClause.is_null()
+        && select.targetList.is_null()
+        && select.fromClause.is_null()
+        && select.groupClause.is_null()
+        && select.havingClause.is_null()
+        && select.windowClause.is_null()
+        && select.valuesLists.is_null()
+        && select.sortClause.is_null()
+        && select.limitOffset.is_null()
+        && select.limitCount.is_null()
+        && select.lockingClause.is_null()
+        && select.withClause.is_null();
+    (bare && !select.whereClause.is_null()).then_some(select.whereClause)
+}
+
+/// The clause as PostgreSQL analyzes an index predicate of `table`.
+unsafe fn transform(table: Oid, sql: &CStr, clause: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    let pstate = pg_sys::make_parsestate(std::ptr::null_mut());
+    (*pstate).p_sourcetext = sql.as_ptr();
+    let lock = pg_sys::AccessShareLock as i32;
+    let rel = pg_sys::relation_open(table, lock);
+    let item =
+        pg_sys::addRangeTableEntryForRelation(pstate, rel, lock, std::ptr::null_mut(), false, true);
+    pg_sys::addNSItemToQuery(pstate, item, false, true, true);
+    let expr = pg_sys::transformExpr(
+        pstate,
+        clause,
+        pg_sys::ParseExprKind::EXPR_KIND_INDEX_PREDICATE,
+    );
+    let expr = pg_sys::coerce_to_boolean(pstate, expr, c"filter".as_ptr());
+    pg_sys::assign_expr_collations(pstate, expr);
+    pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+    pg_sys::free_parsestate(pstate);
+    expr
+}
+
+fn text(ptr: *const std::ffi::c_char) -> String {
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `schema.name` of a type, with its modifier.
+fn type_name(type_oid: Oid, typmod: i32) -> String {
+    let flags = pg_sys::FORMAT_TYPE_FORCE_QUALIFY
+        | if typmod >= 0 {
+            pg_sys::FORMAT_TYPE_TYPEMOD_GIVEN
+        } else {
+            0
+        };
+    text(unsafe { pg_sys::format_type_extended(type_oid, typmod, flags as u16) })
+}
+
+/// `schema.name` of an operator, for `OPERATOR(…)`.
+fn operator_name(opno: Oid) -> Result<String, String> {
+    Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
+                OPERATOR(pg_catalog.||) o.oprname::pg_catalog.text \
+         FROM pg_catalog.pg_operator o \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) o.oprnamespace \
+         WHERE o.oid OPERATOR(pg_catalog.=) $1",
+        &[opno.into()],
+    )
+    .ok()
+    .flatten()
+    .ok_or_else(|| format!("operator {}", opno.to_u32()))
+}
+
+/// `schema.name` of a function or a collation, both quoted.
+fn qualified_name(catalog: &str, name: &str, namespace: &str, oid: Oid) -> Result<String, String> {
+    Spi::get_one_with_args::<String>(
+        &format!(
+            "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
+                    OPERATOR(pg_catalog.||) pg_catalog.quote_ident(x.{name}::pg_catalog.text) \
+             FROM pg_catalog.{catalog} x \
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) x.{namespace} \
+             WHERE x.oid OPERATOR(pg_catalog.=) $1"
+        ),
+        &[oid.into()],
+    )
+    .ok()
+    .flatten()
+    .ok_or_else(|| format!("{catalog} {}", oid.to_u32()))
+}
+
+fn list(table: Oid, args: *mut pg_sys::List) -> Result<Vec<String>, String> {
+    let args = unsafe { PgList::<pg_sys::Node>::from_pg(args) };
+    args.iter_ptr().map(|arg| qualified(table, arg)).collect()
+}
+
+/// `expr` written out qualified down to its operators, casts and functions; `Err` names what
+/// cannot be written so.
+pub fn qualified(table: Oid, expr: *mut pg_sys::Node) -> Result<String, String> {
+    if expr.is_null() {
+        return Err("an empty expression".into());
+    }
+    unsafe {
+        Ok(match (*expr).type_ {
+            NodeTag::T_Var => {
+                let var = &*(expr as *mut pg_sys::Var);
+                if var.varattno <= 0 {
+                    return Err("a system column or a whole-row reference".into());
+                }
+                quote_identifier(text(pg_sys::get_attname(table, var.varattno, false)))
+            }
+            NodeTag::T_Const => {
+                let c = &*(expr as *mut pg_sys::Const);
+                let typ = type_name(c.consttype, c.consttypmod);
+                if c.constisnull {
+                    format!("NULL::{typ}")
+                } else {
+                    let mut output = pg_sys::InvalidOid;
+                    let mut varlena = false;
+                    pg_sys::getTypeOutputInfo(c.consttype, &mut output, &mut varlena);
+                    let value = text(pg_sys::OidOutputFunctionCall(output, c.constvalue));
+                    format!("{}::{typ}", quote_literal(&value))
+                }
+            }
+            NodeTag::T_OpExpr => {
+                let op = &*(expr as *mut pg_sys::OpExpr);
+                let name = operator_name(op.opno)?;
+                match list(table, op.args)?.as_slice() {
+                    [left, right] => format!("({left} OPERATOR({name}) {right})"),
+                    [arg] => format!("(OPERATOR({name}) {arg})"),
+                    _ => return Err("an operator of this form".into()),
+                }
+            }
+            NodeTag::T_ScalarArrayOpExpr => {
+                let op = &*(expr as *mut pg_sys::ScalarArrayOpExpr);
+                let name = operator_name(op.opno)?;
+                let quantifier = if op.useOr { "ANY" } else { "ALL" };
+                match list(table, op.args)?.as_slice() {
+                    [left, right] => format!("({left} OPERATOR({name}) {quantifier} ({right}))"),
+                    _ => return Err("an operator of this form".into()),
+                }
+            }
+            NodeTag::T_FuncExpr => {
+                let func = &*(expr as *mut pg_sys::FuncExpr);
+                let name = qualified_name("pg_proc", "proname", "pronamespace", func.funcid)?;
+                let mut args = list(table, func.args)?;
+                if func.funcvariadic {
+                    if let Some(last) = args.last_mut() {
+                        *last = format!("VARIADIC {last}");
+                    }
+                }
+                format!("{name}({})", args.join(", "))
+            }
+            NodeTag::T_BoolExpr => {
+                let b = &*(expr as *mut pg_sys::BoolExpr);
+                let args = list(table, b.args)?;
+                match b.boolop {
+                    pg_sys::BoolExprType::AND_EXPR => format!("({})", args.join(" AND ")),
+                    pg_sys::BoolExprType::OR_EXPR => format!("({})", args.join(" OR ")),
+                    _ => format!("(NOT {})", args.join("")),
+                }
+            }
+            NodeTag::T_NullTest => {
+                let t = &*(expr as *mut pg_sys::NullTest);
+                let arg = qualified(table, t.arg.cast())?;
+                match t.nulltesttype {
+                    pg_sys::NullTestType::IS_NULL => format!("({arg} IS NULL)"),
+                    _ => format!("({arg} IS NOT NULL)"),
+                }
+            }
+            NodeTag::T_BooleanTest => {
+                let t = &*(expr as *mut pg_sys::BooleanTest);
+                let arg = qualified(table, t.arg.cast())?;
+                let test = match t.booltesttype {
+                    pg_sys::BoolTestType::IS_TRUE => "IS TRUE",
+                    pg_sys::BoolTestType::IS_NOT_TRUE => "IS NOT TRUE",
+                    pg_sys::BoolTestType::IS_FALSE => "IS FALSE",
+                    pg_sys::BoolTestType::IS_NOT_FALSE => "IS NOT FALSE",
+                    pg_sys::BoolTestType::IS_UNKNOWN => "IS UNKNOWN",
+                    _ => "IS NOT UNKNOWN",
+                };
+                format!("({arg} {test})")
+            }
+            NodeTag::T_RelabelType => {
+                let r = &*(expr as *mut pg_sys::RelabelType);
+                let arg = qualified(table, r.arg.cast())?;
+                format!("({arg})::{}", type_name(r.resulttype, r.resulttypmod))
+            }
+            NodeTag::T_CoerceViaIO => {
+                let c = &*(expr as *mut pg_sys::CoerceViaIO);
+                let arg = qualified(table, c.arg.cast())?;
+                format!("({arg})::{}", type_name(c.resulttype, -1))
+            }
+            NodeTag::T_CollateExpr => {
+                let c = &*(expr as *mut pg_sys::CollateExpr);
+                let arg = qualified(table, c.arg.cast())?;
+                let collation =
+                    qualified_name("pg_collation", "collname", "collnamespace", c.collOid)?;
+                format!("({arg} COLLATE {collation})")
+            }
+            NodeTag::T_CoalesceExpr => {
+                let c = &*(expr as *mut pg_sys::CoalesceExpr);
+                format!("COALESCE({})", list(table, c.args)?.join(", "))
+            }
+            NodeTag::T_ArrayExpr => {
+                let a = &*(expr as *mut pg_sys::ArrayExpr);
+                if a.multidims {
+                    return Err("a multidimensional ARRAY[…]".into());
+                }
+                format!(
+                    "ARRAY[{}]::{}",
+                    list(table, a.elements)?.join(", "),
+                    type_name(a.array_typeid, -1)
+                )
+            }
+            other => {
+                let kind = format!("{other:?}");
+                return Err(format!(
+                    "this kind of expression ({})",
+                    kind.trim_start_matches("T_")
+                ));
+            }
+        })
+    }
+}
