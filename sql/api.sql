@@ -14,7 +14,8 @@ SELECT t.table_oid                          AS table_name,
        t.created_at,
        t.time_zone,
        t.paused_at,
-       t.filter
+       t.filter,
+       t.touch
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
@@ -26,50 +27,50 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created, t.time_zone, t.filter
+           is_newly_created, t.time_zone, t.filter, t.touch
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter);
+                                                     filter, touch);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter)
+                                        time_zone, filter, touch)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
-                                time_zone text DEFAULT NULL)
+                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF expire_after IS NULL AND time_zone IS NULL THEN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone or both.';
+            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
@@ -77,11 +78,14 @@ BEGIN
     IF time_zone IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
     END IF;
+    IF touch IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_touch(tbl, touch);
+    END IF;
     RETURN @extschema@._ttl_index_info(tbl, false);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text) IS
-  'Changes expire_after of a TTL index (a catalog update) and the time zone a timestamp or date column is read in (rebuilds the index).';
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean) IS
+  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), and touch (creates or drops its trigger).';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info
@@ -130,15 +134,27 @@ RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    gone record;
 BEGIN
-    DELETE FROM @extschema@.ttl_index t
-    USING pg_event_trigger_dropped_objects() d
-    WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-      AND (d.objid = t.table_oid::oid
-           OR (d.object_type = 'index' AND d.object_name = t.index_name
-               AND d.schema_name = (SELECT n.nspname FROM pg_class c
-                                    JOIN pg_namespace n ON n.oid = c.relnamespace
-                                    WHERE c.oid = t.table_oid)));
+    FOR gone IN
+        DELETE FROM @extschema@.ttl_index t
+        USING pg_event_trigger_dropped_objects() d
+        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+          AND (d.objid = t.table_oid::oid
+               OR (d.object_type = 'index' AND d.object_name = t.index_name
+                   AND d.schema_name = (SELECT n.nspname FROM pg_class c
+                                        JOIN pg_namespace n ON n.oid = c.relnamespace
+                                        WHERE c.oid = t.table_oid)))
+        RETURNING t.table_oid::oid AS relid, t.touch
+    LOOP
+        -- DROP INDEX of a TTL index with touch: its trigger goes with it (not with DROP TABLE)
+        IF gone.touch AND EXISTS (SELECT FROM pg_trigger
+                                  WHERE tgrelid = gone.relid AND tgname = 'jsonb_ttl_touch'
+                                    AND tgfoid = '@extschema@._ttl_touch()'::regprocedure) THEN
+            EXECUTE format('DROP TRIGGER IF EXISTS jsonb_ttl_touch ON %s', gone.relid::regclass);
+        END IF;
+    END LOOP;
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION @extschema@._ttl_on_sql_drop();
@@ -152,6 +168,8 @@ RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    renamed record;
 BEGIN
     UPDATE @extschema@.ttl_index t SET index_name = c.relname
     FROM pg_event_trigger_ddl_commands() d
@@ -161,14 +179,22 @@ BEGIN
       AND i.indrelid = t.table_oid::oid
       AND NOT EXISTS (SELECT FROM pg_class x
                       WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
-    UPDATE @extschema@.ttl_index t SET column_name = a.attname
-    FROM pg_event_trigger_ddl_commands() d
-    JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
-    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
-      AND d.objid = t.table_oid::oid AND NOT a.attisdropped
-      AND NOT EXISTS (SELECT FROM pg_attribute x
-                      WHERE x.attrelid = t.table_oid AND x.attname = t.column_name
-                        AND NOT x.attisdropped);
+    FOR renamed IN
+        UPDATE @extschema@.ttl_index t SET column_name = a.attname
+        FROM pg_event_trigger_ddl_commands() d
+        JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
+        WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
+          AND d.objid = t.table_oid::oid AND NOT a.attisdropped
+          AND NOT EXISTS (SELECT FROM pg_attribute x
+                          WHERE x.attrelid = t.table_oid AND x.attname = t.column_name
+                            AND NOT x.attisdropped)
+        RETURNING t.table_oid::oid AS relid, t.touch
+    LOOP
+        -- the touch trigger names the column it writes
+        IF renamed.touch THEN
+            PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
+        END IF;
+    END LOOP;
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
@@ -208,6 +234,7 @@ REVOKE EXECUTE ON FUNCTION ttl_stats_reset() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 

@@ -14,7 +14,8 @@ CREATE TABLE ttl_index (
     paused_reason text,
     brake_released boolean NOT NULL DEFAULT false, -- ttl_index_resume(): off until the table drains
     filter       text,                   -- only rows this holds for expire (pg_get_expr form); NULL: all
-    filter_sql   text                    -- the same, qualified down to its operators: what statements carry
+    filter_sql   text,                   -- the same, qualified down to its operators: what statements carry
+    touch        boolean NOT NULL DEFAULT false -- a trigger keeps the reference at the last write
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -30,7 +31,8 @@ CREATE TYPE ttl_index_info AS (
     numeric_unit     text,
     is_newly_created boolean,
     time_zone        text,
-    filter           text
+    filter           text,
+    touch            boolean
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

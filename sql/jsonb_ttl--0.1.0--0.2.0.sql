@@ -303,62 +303,186 @@ JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
 
--- Partial TTL (MongoDB's partialFilterExpression): ttl_index_create(…, filter => '…'); only
--- rows the filter holds for expire. Existing entries have none.
+-- Options of ttl_index_create: filter (partial TTL, MongoDB's partialFilterExpression; only
+-- rows it holds for expire) and touch (Cosmos DB's _ts; a trigger keeps the reference at the
+-- time of the last write). Existing TTL indexes have neither.
 ALTER TABLE @extschema@.ttl_index ADD COLUMN filter text,
-                                  ADD COLUMN filter_sql text;
-ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter text;
+                                  ADD COLUMN filter_sql text,
+                                  ADD COLUMN touch boolean NOT NULL DEFAULT false;
+ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter text,
+                                      ADD ATTRIBUTE touch boolean;
 CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"tbl" oid, /* Option < Oid > */
 	"path" TEXT, /* Option < & str > */
 	"expire_after" interval, /* Option < Interval > */
 	"numeric_unit" TEXT, /* Option < & str > */
 	"time_zone" TEXT, /* Option < & str > */
-	"filter" TEXT /* Option < & str > */
+	"filter" TEXT, /* Option < & str > */
+	"touch" bool /* Option < bool > */
 ) RETURNS bool /* bool */
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_create_with_options_wrapper';
+CREATE FUNCTION @extschema@."_ttl_index_set_touch"(
+	"tbl" oid, /* Option < Oid > */
+	"on" bool /* Option < bool > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_touch_wrapper';
+CREATE FUNCTION @extschema@."_ttl_touch_refresh"(
+	"tbl" oid /* Oid */
+) RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_touch_refresh_wrapper';
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
+CREATE FUNCTION @extschema@."_ttl_touch"()
+	RETURNS TRIGGER
+	LANGUAGE c
+	AS 'MODULE_PATHNAME', '_ttl_touch_wrapper';
 CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created, t.time_zone, t.filter
+           is_newly_created, t.time_zone, t.filter, t.touch
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
+
 DROP FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text);
 DROP FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text);
+DROP FUNCTION @extschema@.ttl_index_alter(regclass, numeric);
+DROP FUNCTION @extschema@.ttl_index_alter(regclass, interval, text);
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter);
+                                                     filter, touch);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
+
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter)
+                                        time_zone, filter, touch)
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
+
+CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
+                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL THEN
+        RAISE EXCEPTION 'nothing to change'
+            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch or several.';
+    END IF;
+    IF expire_after IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+    END IF;
+    IF time_zone IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
+    END IF;
+    IF touch IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_touch(tbl, touch);
+    END IF;
+    RETURN @extschema@._ttl_index_info(tbl, false);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean) IS
+  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), and touch (creates or drops its trigger).';
+
+CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after numeric)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_alter(tbl, @extschema@._ttl_seconds(expire_after))
+$$;
+CREATE OR REPLACE FUNCTION @extschema@._ttl_on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gone record;
+BEGIN
+    FOR gone IN
+        DELETE FROM @extschema@.ttl_index t
+        USING pg_event_trigger_dropped_objects() d
+        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+          AND (d.objid = t.table_oid::oid
+               OR (d.object_type = 'index' AND d.object_name = t.index_name
+                   AND d.schema_name = (SELECT n.nspname FROM pg_class c
+                                        JOIN pg_namespace n ON n.oid = c.relnamespace
+                                        WHERE c.oid = t.table_oid)))
+        RETURNING t.table_oid::oid AS relid, t.touch
+    LOOP
+        -- DROP INDEX of a TTL index with touch: its trigger goes with it (not with DROP TABLE)
+        IF gone.touch AND EXISTS (SELECT FROM pg_trigger
+                                  WHERE tgrelid = gone.relid AND tgname = 'jsonb_ttl_touch'
+                                    AND tgfoid = '@extschema@._ttl_touch()'::regprocedure) THEN
+            EXECUTE format('DROP TRIGGER IF EXISTS jsonb_ttl_touch ON %s', gone.relid::regclass);
+        END IF;
+    END LOOP;
+END
+$$;
+CREATE OR REPLACE FUNCTION @extschema@._ttl_on_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    renamed record;
+BEGIN
+    UPDATE @extschema@.ttl_index t SET index_name = c.relname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_class c ON c.oid = d.objid
+    JOIN pg_index i ON i.indexrelid = c.oid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
+      AND i.indrelid = t.table_oid::oid
+      AND NOT EXISTS (SELECT FROM pg_class x
+                      WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
+    FOR renamed IN
+        UPDATE @extschema@.ttl_index t SET column_name = a.attname
+        FROM pg_event_trigger_ddl_commands() d
+        JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
+        WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
+          AND d.objid = t.table_oid::oid AND NOT a.attisdropped
+          AND NOT EXISTS (SELECT FROM pg_attribute x
+                          WHERE x.attrelid = t.table_oid AND x.attname = t.column_name
+                            AND NOT x.attisdropped)
+        RETURNING t.table_oid::oid AS relid, t.touch
+    LOOP
+        -- the touch trigger names the column it writes
+        IF renamed.touch THEN
+            PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
+        END IF;
+    END LOOP;
+END
+$$;
 CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
 SELECT t.table_oid                          AS table_name,
        t.column_name,
@@ -371,7 +495,9 @@ SELECT t.table_oid                          AS table_name,
        t.created_at,
        t.time_zone,
        t.paused_at,
-       t.filter
+       t.filter,
+       t.touch
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;

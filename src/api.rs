@@ -8,7 +8,7 @@ use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, ColumnKind, PathErrorKind};
-use crate::{deleter, filter, gucs, owner};
+use crate::{deleter, filter, gucs, owner, touch};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -288,7 +288,7 @@ fn ttl_index_create_in_zone(
     numeric_unit: Option<&str>,
     time_zone: Option<&str>,
 ) -> bool {
-    ttl_index_create_with_options(tbl, path, expire_after, numeric_unit, time_zone, None)
+    ttl_index_create_with_options(tbl, path, expire_after, numeric_unit, time_zone, None, None)
 }
 
 /// `ttl_index_create` with every option (sql/api.sql gives it its documented signature).
@@ -301,8 +301,10 @@ fn ttl_index_create_with_options(
     numeric_unit: Option<&str>,
     time_zone: Option<&str>,
     filter: Option<&str>,
+    touch: Option<bool>,
 ) -> bool {
     let table = owned_table(tbl);
+    let touch = touch.unwrap_or(false);
     let path = required(path, "path");
     let expire_after = check_expire_after(expire_after);
     let unit = numeric_unit_arg(required(numeric_unit, "numeric_unit"));
@@ -328,7 +330,8 @@ fn ttl_index_create_with_options(
             && current.unit == unit
             && current.expire_after.as_micros() == expire_after.as_micros()
             && same_zone(zone.as_deref(), current.time_zone.as_deref())
-            && current.filter_sql == filter.as_ref().map(|f| f.sql.clone());
+            && current.filter_sql == filter.as_ref().map(|f| f.sql.clone())
+            && current.touch == touch;
         if same {
             return false;
         }
@@ -353,41 +356,45 @@ fn ttl_index_create_with_options(
     let filter_sql = filter.as_ref().map(|f| f.sql.as_str());
     build_index(&table, &index_name, &reference, filter_sql);
 
-    let json_path: Vec<String> = resolved.json_path.clone();
-    // (0.1.0's catalog has none of the later columns, and 0.1.0's SQL passes no option)
-    let zone_column = if zoned_catalog { ", time_zone" } else { "" };
-    let zone_value = if zoned_catalog { ", $8" } else { "" };
-    let (filter_columns, filter_values) = match filter {
-        Some(_) => (", filter, filter_sql", ", $9, $10"),
-        None => ("", ""),
-    };
+    // the catalog row: 0.1.0's catalog has none of the later columns, and 0.1.0's SQL passes
+    // no option
+    let mut columns: Vec<(&str, pgrx::datum::DatumWithOid)> = vec![
+        ("table_oid", table.oid.into()),
+        ("column_name", resolved.column.clone().into()),
+        ("json_path", resolved.json_path.clone().into()),
+        ("path", path.into()),
+        ("expire_after", expire_after.into()),
+        ("numeric_unit", unit.name().into()),
+        ("index_name", index_name.into()),
+    ];
+    if zoned_catalog {
+        columns.push(("time_zone", zone.into()));
+    }
+    if let Some(filter) = &filter {
+        columns.push(("filter", filter.shown.clone().into()));
+        columns.push(("filter_sql", filter.sql.clone().into()));
+    }
+    if touch {
+        columns.push(("touch", true.into()));
+    }
+    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
+    let args: Vec<pgrx::datum::DatumWithOid> = columns.into_iter().map(|(_, v)| v).collect();
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
-        let mut args = vec![
-            table.oid.into(),
-            resolved.column.clone().into(),
-            json_path.into(),
-            path.into(),
-            expire_after.into(),
-            unit.name().into(),
-            index_name.into(),
-        ];
-        if zoned_catalog {
-            args.push(zone.into());
-        }
-        if let Some(filter) = &filter {
-            args.push(filter.shown.clone().into());
-            args.push(filter.sql.clone().into());
-        }
         Spi::run_with_args(
             &format!(
-                "INSERT INTO {ext}.ttl_index (table_oid, column_name, json_path, path, \
-                 expire_after, numeric_unit, index_name{zone_column}{filter_columns}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7{zone_value}{filter_values})"
+                "INSERT INTO {ext}.ttl_index ({}) VALUES ({})",
+                names.join(", "),
+                values.join(", ")
             ),
             &args,
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));
+    if touch {
+        let entry = existing(&ext, &table).expect("the TTL index was just recorded");
+        touch::install(&ext, &entry);
+    }
     warn_unless_preloaded();
     true
 }
@@ -464,6 +471,36 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: ALTER INDEX failed: {e}"));
     record(&zone, &current.index_name);
+    if current.touch {
+        let entry = existing(&ext, &table).expect("the TTL index is recorded");
+        touch::install(&ext, &entry);
+    }
+}
+
+/// Turns touch on or off (see [`touch`]): the trigger is created or dropped, the index stays.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_touch")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
+    let table = owned_table(tbl);
+    let on = required(on, "touch");
+    let ext = catalog::extension_schema();
+    let Some(current) = existing(&ext, &table) else {
+        no_ttl_index(&table);
+    };
+    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+        Spi::run_with_args(
+            &format!(
+                "UPDATE {ext}.ttl_index SET touch = $2 \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+            ),
+            &[table.oid.into(), on.into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
+    match on {
+        true => touch::install(&ext, &current),
+        false => touch::remove(&ext, &current),
+    }
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
@@ -474,6 +511,7 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
+    touch::remove(&ext, &current);
     Spi::run(&format!(
         "DROP INDEX IF EXISTS {}.{}",
         quote_identifier(&table.schema),

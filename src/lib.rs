@@ -43,6 +43,7 @@ pub mod planner;
 pub mod preview;
 pub mod registry;
 pub mod stats;
+pub mod touch;
 pub mod txn;
 pub mod undeletable;
 pub mod worker;

@@ -6,8 +6,10 @@
 //! - [`path`]: resolving a TTL index's path to a column and JSON keys.
 //! - [`batch_size`]: how many rows the worker's next batch asks for.
 //! - [`purge`]: batch after batch, whether the purge of one table goes on, and how.
+//! - [`touch`]: the time a write leaves in a document for `touch => true`.
 
 pub mod batch_size;
 pub mod parse;
 pub mod path;
 pub mod purge;
+pub mod touch;

@@ -1,0 +1,202 @@
+//! Touch (Cosmos DB's `_ts`, "time since last write"): `ttl_index_create(…, touch => true)`
+//! keeps a TTL index's reference attribute at the time of the row's last INSERT or UPDATE, so
+//! a row expires `expire_after` past its last write.
+//!
+//! A `BEFORE INSERT OR UPDATE … FOR EACH ROW` trigger named `jsonb_ttl_touch`, which the
+//! extension creates with the TTL index (on a partitioned table, on the parent: PostgreSQL
+//! clones it to every partition) and drops with it. Its arguments say what to write, so a write
+//! reads no catalog: the column, the numeric unit, the zone, and the keys inside a JSON
+//! document. The time is the transaction's start (`now()`), what a `DEFAULT now()` gives. What
+//! a JSON document gets is in `jsonb_ttl_core::touch`; a plain column gets the time in its own
+//! type: a `timestamp` or `date` column in the TTL index's zone, a number in its unit, text as
+//! ISO 8601 in UTC. ALTER TABLE … RENAME COLUMN and `ttl_index_alter(…, time_zone)` write the
+//! trigger again with the new arguments.
+
+use crate::catalog::{self, TtlIndex};
+use crate::error::raise;
+use crate::parse::NumericUnit;
+use crate::path::ColumnKind;
+use jsonb_ttl_core::touch::{epoch, iso_utc, touch};
+use pgrx::datum::{Json, JsonB};
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::quote_literal;
+use pgrx::{IntoDatum, PgSqlErrorCode};
+use std::ffi::CString;
+
+/// The trigger's name, on every table with `touch => true`.
+pub const TRIGGER: &str = "jsonb_ttl_touch";
+
+/// Microseconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
+const POSTGRES_EPOCH_UNIX_MICROS: i64 = 946_684_800_000_000;
+
+#[pg_trigger]
+fn _ttl_touch<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, pgrx::datum::TryFromDatumError> {
+    let args = trigger.extra_args().unwrap_or_default();
+    let [column, unit, zone, keys @ ..] = args.as_slice() else {
+        error!("jsonb_ttl: _ttl_touch() runs only as the trigger ttl_index_create(…, touch => true) makes");
+    };
+    let unit = NumericUnit::from_name(unit).unwrap_or(NumericUnit::Seconds);
+    let zone = if zone.is_empty() {
+        "UTC"
+    } else {
+        zone.as_str()
+    };
+    let Some(new) = trigger.new() else {
+        error!("jsonb_ttl: _ttl_touch() runs BEFORE INSERT OR UPDATE, FOR EACH ROW");
+    };
+    let mut tuple = new.into_owned();
+    let Some((attno, attribute)) = tuple.get_attribute_by_name(column) else {
+        error!("jsonb_ttl: the touch trigger's column {column} is gone; recreate the TTL index");
+    };
+    let (type_oid, typmod) = (attribute.atttypid, attribute.atttypmod);
+    let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
+    let unix_micros = now + POSTGRES_EPOCH_UNIX_MICROS;
+    let touched = |value: &mut serde_json::Value| {
+        touch(value, keys, unix_micros, unit).unwrap_or_else(|at| {
+            raise(
+                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+                format!(
+                    "cannot keep {column}.{} at the time of the last write: {at} is not an object",
+                    keys.join(".")
+                ),
+                "The TTL index of this table was created with touch => true: every write sets \
+                 that attribute. Store an object there, or drop the TTL index.",
+            )
+        })
+    };
+    match catalog::kind_of_type(type_oid) {
+        ColumnKind::Jsonb => {
+            let mut doc = tuple
+                .get_by_index::<JsonB>(attno)
+                .ok()
+                .flatten()
+                .map_or(serde_json::Value::Null, |doc| doc.0);
+            touched(&mut doc);
+            tuple.set_by_index(attno, JsonB(doc))?;
+        }
+        ColumnKind::Json => {
+            let mut doc = tuple
+                .get_by_index::<Json>(attno)
+                .ok()
+                .flatten()
+                .map_or(serde_json::Value::Null, |doc| doc.0);
+            touched(&mut doc);
+            tuple.set_by_index(attno, Json(doc))?;
+        }
+        kind => {
+            let datum = column_value(kind, type_oid, typmod, now, unix_micros, unit, zone);
+            unsafe { tuple.set_by_index_unchecked(attno, Some(datum)) };
+        }
+    }
+    Ok(Some(tuple))
+}
+
+/// The time `now` as a value of a plain column of type `type_oid`.
+fn column_value(
+    kind: ColumnKind,
+    type_oid: Oid,
+    typmod: i32,
+    now: pg_sys::TimestampTz,
+    unix_micros: i64,
+    unit: NumericUnit,
+    zone: &str,
+) -> pg_sys::Datum {
+    let local = || unsafe {
+        pgrx::direct_function_call_as_datum(
+            pg_sys::timestamptz_zone,
+            &[zone.into_datum(), Some(pg_sys::Datum::from(now))],
+        )
+        .expect("timezone() of a time is a time")
+    };
+    let text = match kind {
+        ColumnKind::Timestamptz => return pg_sys::Datum::from(now),
+        ColumnKind::Timestamp => return local(),
+        ColumnKind::Date => {
+            return unsafe {
+                pgrx::direct_function_call_as_datum(pg_sys::timestamp_date, &[Some(local())])
+            }
+            .expect("the date of a time is a date")
+        }
+        ColumnKind::Number => epoch(unix_micros, unit).to_string(),
+        _ => iso_utc(unix_micros),
+    };
+    // through the column type's input function: integer, numeric, varchar(n)…
+    let text = CString::new(text).expect("no NUL in a time");
+    unsafe {
+        let mut input = pg_sys::InvalidOid;
+        let mut io_param = pg_sys::InvalidOid;
+        pg_sys::getTypeInputInfo(type_oid, &mut input, &mut io_param);
+        pg_sys::OidInputFunctionCall(input, text.as_ptr() as *mut _, io_param, typmod)
+    }
+}
+
+/// Creates (or writes again, with `index`'s current column, unit, zone and keys) the touch
+/// trigger of `index`'s table. Refuses to replace a trigger of the same name that is not ours.
+pub fn install(ext: &str, index: &TtlIndex) {
+    let ours = format!("{ext}._ttl_touch()");
+    let foreign = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger \
+         WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2::pg_catalog.name \
+           AND tgfoid OPERATOR(pg_catalog.<>) $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid)",
+        &[index.table.into(), TRIGGER.into(), ours.clone().into()],
+    );
+    if foreign != Ok(Some(false)) {
+        raise(
+            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+            format!(
+                "table {} already has a trigger named {TRIGGER}",
+                index.display_name
+            ),
+            "touch => true creates a trigger of that name: rename yours first.",
+        );
+    }
+    let args: Vec<String> = [
+        index.resolved.column.as_str(),
+        index.unit.name(),
+        index.time_zone.as_deref().unwrap_or(""),
+    ]
+    .into_iter()
+    .chain(index.resolved.json_path.iter().map(String::as_str))
+    .map(quote_literal)
+    .collect();
+    Spi::run(&format!(
+        "CREATE OR REPLACE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE ON {} \
+         FOR EACH ROW EXECUTE FUNCTION {ext}._ttl_touch({})",
+        index.qualified_table,
+        args.join(", ")
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot create the touch trigger: {e}"));
+}
+
+/// Drops the touch trigger of `index`'s table, if it is there.
+pub fn remove(ext: &str, index: &TtlIndex) {
+    let ours = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger \
+         WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2::pg_catalog.name \
+           AND tgfoid OPERATOR(pg_catalog.=) $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid)",
+        &[index.table.into(), TRIGGER.into(), format!("{ext}._ttl_touch()").into()],
+    );
+    if ours == Ok(Some(true)) {
+        Spi::run(&format!(
+            "DROP TRIGGER {TRIGGER} ON {}",
+            index.qualified_table
+        ))
+        .unwrap_or_else(|e| error!("jsonb_ttl: cannot drop the touch trigger: {e}"));
+    }
+}
+
+/// The touch trigger of `tbl` written again from the catalog: the sql/api.sql event trigger
+/// calls it after ALTER TABLE … RENAME COLUMN of the column it writes.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_touch_refresh")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_touch_refresh(tbl: Oid) {
+    let ext = catalog::extension_schema();
+    for index in catalog::load(&ext, Some(tbl), catalog::Scope::Entries) {
+        if index.touch {
+            install(&ext, &index);
+        }
+    }
+}
