@@ -27,38 +27,41 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created, t.time_zone, t.filter, t.touch
+           is_newly_created, t.time_zone, t.filter, t.touch,
+           @extschema@._ttl_index_build_sql(t.table_oid)
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter, touch);
+                                                     filter, touch, build);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter, touch)
+                                        time_zone, filter, touch, build)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,

@@ -32,7 +32,8 @@ CREATE TYPE ttl_index_info AS (
     is_newly_created boolean,
     time_zone        text,
     filter           text,
-    touch            boolean
+    touch            boolean,
+    build_sql        text[]       -- build => false: the statements still to run; NULL once built
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

@@ -304,13 +304,16 @@ LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
 LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
 
 -- Options of ttl_index_create: filter (partial TTL, MongoDB's partialFilterExpression; only
--- rows it holds for expire) and touch (Cosmos DB's _ts; a trigger keeps the reference at the
--- time of the last write). Existing TTL indexes have neither.
+-- rows it holds for expire), touch (Cosmos DB's _ts; a trigger keeps the reference at the
+-- time of the last write), and build (false: record the TTL index and hand back the
+-- statements that build it without blocking writes; an existing identical index is adopted).
+-- Existing TTL indexes have no filter and no touch.
 ALTER TABLE @extschema@.ttl_index ADD COLUMN filter text,
                                   ADD COLUMN filter_sql text,
                                   ADD COLUMN touch boolean NOT NULL DEFAULT false;
 ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter text,
-                                      ADD ATTRIBUTE touch boolean;
+                                      ADD ATTRIBUTE touch boolean,
+                                      ADD ATTRIBUTE build_sql text[];
 CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"tbl" oid, /* Option < Oid > */
 	"path" TEXT, /* Option < & str > */
@@ -318,7 +321,8 @@ CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"numeric_unit" TEXT, /* Option < & str > */
 	"time_zone" TEXT, /* Option < & str > */
 	"filter" TEXT, /* Option < & str > */
-	"touch" bool /* Option < bool > */
+	"touch" bool, /* Option < bool > */
+	"build" bool /* Option < bool > */
 ) RETURNS bool /* bool */
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
@@ -340,6 +344,13 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_touch_refresh_wrapper';
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
+CREATE FUNCTION @extschema@."_ttl_index_build_sql"(
+	"tbl" oid /* Oid */
+) RETURNS TEXT[] /* Option < Vec < String > > */
+STRICT STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_build_sql_wrapper';
 CREATE FUNCTION @extschema@."_ttl_touch"()
 	RETURNS TRIGGER
 	LANGUAGE c
@@ -350,7 +361,8 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created, t.time_zone, t.filter, t.touch
+           is_newly_created, t.time_zone, t.filter, t.touch,
+           @extschema@._ttl_index_build_sql(t.table_oid)
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
@@ -360,32 +372,34 @@ DROP FUNCTION @extschema@.ttl_index_alter(regclass, numeric);
 DROP FUNCTION @extschema@.ttl_index_alter(regclass, interval, text);
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter, touch);
+                                                     filter, touch, build);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
-                                 filter text DEFAULT NULL, touch boolean DEFAULT false)
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter, touch)
+                                        time_zone, filter, touch, build)
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,

@@ -8,7 +8,7 @@ use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, ColumnKind, PathErrorKind};
-use crate::{deleter, filter, gucs, owner, touch};
+use crate::{build, deleter, filter, gucs, owner, touch};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -168,23 +168,37 @@ pub(crate) fn no_ttl_index(table: &Table) -> ! {
 
 /// A free index name `<table>_ttl_idx[N]` in the table's schema, within NAMEDATALEN.
 fn choose_index_name(table: &Table) -> String {
+    free_index_name(&table.schema, &table.relname, &[])
+}
+
+/// A free index name `<relname>_ttl_idx[N]` in `schema`, within NAMEDATALEN, and none of the
+/// (quoted, qualified) names in `taken`.
+pub(crate) fn free_index_name(schema: &str, relname: &str, taken: &[(Oid, String)]) -> String {
     for n in 0.. {
         let suffix = if n == 0 {
             "_ttl_idx".to_string()
         } else {
             format!("_ttl_idx{n}")
         };
-        let mut base = table.relname.clone();
+        let mut base = relname.to_string();
         while base.len() + suffix.len() > 63 {
             base.pop();
         }
         let candidate = format!("{base}{suffix}");
+        let qualified = format!(
+            "{}.{}",
+            quote_identifier(schema),
+            quote_identifier(&candidate)
+        );
+        if taken.iter().any(|(_, name)| *name == qualified) {
+            continue;
+        }
         let taken = Spi::get_one_with_args::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c \
              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
              WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name \
                AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
-            &[table.schema.clone().into(), candidate.clone().into()],
+            &[schema.into(), candidate.clone().into()],
         );
         if taken == Ok(Some(false)) {
             return candidate;
@@ -288,7 +302,16 @@ fn ttl_index_create_in_zone(
     numeric_unit: Option<&str>,
     time_zone: Option<&str>,
 ) -> bool {
-    ttl_index_create_with_options(tbl, path, expire_after, numeric_unit, time_zone, None, None)
+    ttl_index_create_with_options(
+        tbl,
+        path,
+        expire_after,
+        numeric_unit,
+        time_zone,
+        None,
+        None,
+        None,
+    )
 }
 
 /// `ttl_index_create` with every option (sql/api.sql gives it its documented signature).
@@ -302,9 +325,11 @@ fn ttl_index_create_with_options(
     time_zone: Option<&str>,
     filter: Option<&str>,
     touch: Option<bool>,
+    build: Option<bool>,
 ) -> bool {
     let table = owned_table(tbl);
     let touch = touch.unwrap_or(false);
+    let build = build.unwrap_or(true);
     let path = required(path, "path");
     let expire_after = check_expire_after(expire_after);
     let unit = numeric_unit_arg(required(numeric_unit, "numeric_unit"));
@@ -350,11 +375,26 @@ fn ttl_index_create_with_options(
         );
     }
 
-    let index_name = choose_index_name(&table);
     let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
         .expect("path resolution accepts only columns that hold a time");
     let filter_sql = filter.as_ref().map(|f| f.sql.as_str());
-    build_index(&table, &index_name, &reference, filter_sql);
+    let predicate = catalog::index_predicate(&reference, filter_sql);
+    let index_name = match build::adoptable(table.oid, &reference, &predicate) {
+        Some(existing) => {
+            notice!(
+                "jsonb_ttl: index {existing} is the TTL index of {}: adopted, not built again",
+                table.name
+            );
+            existing
+        }
+        None => {
+            let name = choose_index_name(&table);
+            if build {
+                build_index(&table, &name, &reference, filter_sql);
+            }
+            name
+        }
+    };
 
     // the catalog row: 0.1.0's catalog has none of the later columns, and 0.1.0's SQL passes
     // no option

@@ -53,7 +53,7 @@ pub fn analyze(table: Oid, text: &str) -> Filter {
         )
     });
     let expr = PgTryBuilder::new(|| unsafe {
-        where_clause(&sql).map(|clause| transform(table, &sql, clause))
+        where_clause(&sql).map(|clause| transform(table, &sql, clause, true))
     })
     .catch_others(|e| match e {
         pg_sys::panic::CaughtError::PostgresError(report)
@@ -80,15 +80,8 @@ pub fn analyze(table: Oid, text: &str) -> Filter {
                  answer for a row whenever it is evaluated.",
             );
         }
-        let relname = pg_sys::get_rel_name(table);
-        let shown = pg_sys::deparse_expression(
-            expr,
-            pg_sys::deparse_context_for(relname, table),
-            false,
-            false,
-        );
         Filter {
-            shown: CStr::from_ptr(shown).to_string_lossy().into_owned(),
+            shown: deparse(table, expr),
             sql: qualified(table, expr).unwrap_or_else(|what| {
                 refuse(
                     PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -96,6 +89,28 @@ pub fn analyze(table: Oid, text: &str) -> Filter {
                 )
             }),
         }
+    }
+}
+
+/// `expr`, an expression over `table`, as `pg_get_expr` shows it (under the caller's
+/// search_path: ours, pinned, qualifies every name outside pg_catalog).
+unsafe fn deparse(table: Oid, expr: *mut pg_sys::Node) -> String {
+    let relname = pg_sys::get_rel_name(table);
+    text(pg_sys::deparse_expression(
+        expr,
+        pg_sys::deparse_context_for(relname, table),
+        false,
+        false,
+    ))
+}
+
+/// `text`, an index predicate (`predicate`) or index expression over `table` that we wrote,
+/// as `pg_get_expr` shows it in `pg_index`: what an index built on `text` compares as.
+pub fn canonical(table: Oid, text: &str, predicate: bool) -> String {
+    let sql = CString::new(format!("SELECT WHERE {text}")).expect("no NUL in our SQL");
+    unsafe {
+        let clause = where_clause(&sql).expect("our SQL is one expression");
+        deparse(table, transform(table, &sql, clause, predicate))
     }
 }
 
@@ -130,8 +145,14 @@ unsafe fn where_clause(sql: &CStr) -> Option<*mut pg_sys::Node> {
     (bare && !select.whereClause.is_null()).then_some(select.whereClause)
 }
 
-/// The clause as PostgreSQL analyzes an index predicate of `table`.
-unsafe fn transform(table: Oid, sql: &CStr, clause: *mut pg_sys::Node) -> *mut pg_sys::Node {
+/// The clause as PostgreSQL analyzes an index predicate (`predicate`) or an index expression
+/// of `table`.
+unsafe fn transform(
+    table: Oid,
+    sql: &CStr,
+    clause: *mut pg_sys::Node,
+    predicate: bool,
+) -> *mut pg_sys::Node {
     let pstate = pg_sys::make_parsestate(std::ptr::null_mut());
     (*pstate).p_sourcetext = sql.as_ptr();
     let lock = pg_sys::AccessShareLock as i32;
@@ -139,12 +160,22 @@ unsafe fn transform(table: Oid, sql: &CStr, clause: *mut pg_sys::Node) -> *mut p
     let item =
         pg_sys::addRangeTableEntryForRelation(pstate, rel, lock, std::ptr::null_mut(), false, true);
     pg_sys::addNSItemToQuery(pstate, item, false, true, true);
-    let expr = pg_sys::transformExpr(
-        pstate,
-        clause,
-        pg_sys::ParseExprKind::EXPR_KIND_INDEX_PREDICATE,
-    );
-    let expr = pg_sys::coerce_to_boolean(pstate, expr, c"filter".as_ptr());
+    let expr = match predicate {
+        true => pg_sys::coerce_to_boolean(
+            pstate,
+            pg_sys::transformExpr(
+                pstate,
+                clause,
+                pg_sys::ParseExprKind::EXPR_KIND_INDEX_PREDICATE,
+            ),
+            c"filter".as_ptr(),
+        ),
+        false => pg_sys::transformExpr(
+            pstate,
+            clause,
+            pg_sys::ParseExprKind::EXPR_KIND_INDEX_EXPRESSION,
+        ),
+    };
     pg_sys::assign_expr_collations(pstate, expr);
     pg_sys::relation_close(rel, pg_sys::NoLock as i32);
     pg_sys::free_parsestate(pstate);

@@ -29,6 +29,7 @@ pub use jsonb_ttl_core::{batch_size, parse, path};
 pub mod bgw;
 pub mod brake;
 pub mod budget;
+pub mod build;
 pub mod catalog;
 pub mod deleter;
 pub mod error;

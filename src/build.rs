@@ -1,0 +1,220 @@
+//! No long lock on a big table: building a TTL index without blocking writes.
+//!
+//! `CREATE INDEX` (what `ttl_index_create` runs by default) holds a SHARE lock on the table
+//! for the whole build, so every INSERT, UPDATE and DELETE waits for it. Two ways around it:
+//! - **Adoption.** `ttl_index_create` takes over a valid btree index of the table that is
+//!   exactly the one it would build — same expression, same predicate (as `pg_get_expr` shows
+//!   them), ascending, default operator class — such as one the user built with
+//!   `CREATE INDEX CONCURRENTLY` from the statements below.
+//! - **`build => false`.** `ttl_index_create` records the TTL index without building it and
+//!   hands back the exact statements to run (`ttl_index_info.build_sql`, for psql's `\gexec`):
+//!   `CREATE INDEX CONCURRENTLY` on a plain table; on a partitioned table, where CONCURRENTLY
+//!   does not work on the parent, an invalid index `ON ONLY` the parent (and each partitioned
+//!   child), a concurrent build on each leaf partition, and the `ALTER INDEX … ATTACH
+//!   PARTITION` steps that make the parent's index valid once every partition has its own.
+//!   Until the index is valid the worker leaves the table alone (`catalog::TtlIndex::index_ready`).
+
+use crate::catalog;
+use crate::filter;
+use pgrx::pg_sys::Oid;
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+
+/// The name of a valid index of `table` that is exactly the TTL index on `reference` with
+/// predicate `predicate` would be, if there is one.
+pub fn adoptable(table: Oid, reference: &str, predicate: &str) -> Option<String> {
+    let expression = filter::canonical(table, reference, false);
+    let predicate = filter::canonical(table, predicate, true);
+    Spi::get_one_with_args::<String>(
+        "SELECT c.relname::pg_catalog.text \
+         FROM pg_catalog.pg_index i \
+         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
+         JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam \
+         JOIN pg_catalog.pg_opclass o ON o.oid OPERATOR(pg_catalog.=) i.indclass[0] \
+         WHERE i.indrelid OPERATOR(pg_catalog.=) $1 \
+           AND i.indisvalid AND i.indisready AND i.indislive AND NOT i.indisunique \
+           AND a.amname OPERATOR(pg_catalog.=) 'btree'::pg_catalog.name \
+           AND i.indnatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) 0 \
+           AND i.indoption[0] OPERATOR(pg_catalog.=) 0 AND o.opcdefault \
+           AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid) OPERATOR(pg_catalog.=) $2 \
+           AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) OPERATOR(pg_catalog.=) $3 \
+         ORDER BY c.relname LIMIT 1",
+        &[table.into(), expression.into(), predicate.into()],
+    )
+    .ok()
+    .flatten()
+}
+
+/// One relation of the table's partition tree (the table itself first).
+struct Member {
+    oid: Oid,
+    parent: Option<Oid>,
+    leaf: bool,
+    foreign: bool,
+    schema: String,
+    name: String,
+    /// The index of this relation in the TTL index's tree, if it has one.
+    index: Option<String>,
+}
+
+/// The relations of `table`'s partition tree (a plain table alone: `pg_partition_tree`
+/// returns nothing for it), parents before their children, each with its
+/// index in the tree of `root_index` (`schema.name`, quoted), if that exists yet.
+fn members(table: Oid, root_index: Option<&str>) -> Vec<Member> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT t.relid::pg_catalog.oid, t.parentrelid::pg_catalog.oid, \
+                        c.relkind::pg_catalog.text, n.nspname::pg_catalog.text, \
+                        c.relname::pg_catalog.text, \
+                        (SELECT pg_catalog.quote_ident(xn.nspname::pg_catalog.text) \
+                                  OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
+                                  pg_catalog.quote_ident(x.relname::pg_catalog.text) \
+                         FROM pg_catalog.pg_index i \
+                         JOIN pg_catalog.pg_class x ON x.oid OPERATOR(pg_catalog.=) i.indexrelid \
+                         JOIN pg_catalog.pg_namespace xn ON xn.oid OPERATOR(pg_catalog.=) x.relnamespace \
+                         WHERE i.indrelid OPERATOR(pg_catalog.=) t.relid \
+                           AND $2::pg_catalog.regclass::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                                 SELECT a.relid::pg_catalog.oid \
+                                 FROM pg_catalog.pg_partition_ancestors(i.indexrelid) a)) \
+                         LIMIT 1) \
+                 FROM (SELECT p.relid, p.parentrelid, p.level FROM pg_catalog.pg_partition_tree($1) p \
+                       UNION ALL \
+                       SELECT $1::pg_catalog.regclass, NULL, 0 \
+                       WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_partition_tree($1))) t \
+                 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid \
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                 ORDER BY t.level, t.relid",
+                None,
+                &[table.into(), root_index.into()],
+            )
+            .expect("pg_partition_tree is readable")
+            .map(|row| {
+                let kind = row.get::<String>(3).ok().flatten().unwrap_or_default();
+                Member {
+                    oid: row.get::<Oid>(1).ok().flatten().unwrap_or_default(),
+                    parent: row.get::<Oid>(2).ok().flatten(),
+                    leaf: kind != "p",
+                    foreign: kind == "f",
+                    schema: row.get::<String>(4).ok().flatten().unwrap_or_default(),
+                    name: row.get::<String>(5).ok().flatten().unwrap_or_default(),
+                    index: row.get::<String>(6).ok().flatten(),
+                }
+            })
+            .collect()
+    })
+}
+
+/// The statements that build the TTL index `index_name` of `table` on `reference` with
+/// `predicate` without blocking writes, skipping what is built already (see the module's
+/// text). Empty when nothing is left to do.
+pub fn statements(
+    table: Oid,
+    schema: &str,
+    index_name: &str,
+    reference: &str,
+    predicate: &str,
+) -> Vec<String> {
+    let root_index = format!(
+        "{}.{}",
+        quote_identifier(schema),
+        quote_identifier(index_name)
+    );
+    let exists = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+        &[root_index.clone().into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false);
+    let members = members(table, exists.then_some(root_index.as_str()));
+    let Some(root) = members.first() else {
+        return Vec::new();
+    };
+    let on = |m: &Member| {
+        format!(
+            "{}.{} ({reference}) WHERE {predicate}",
+            quote_identifier(&m.schema),
+            quote_identifier(&m.name)
+        )
+    };
+    if root.leaf {
+        return match exists {
+            true => Vec::new(),
+            false => vec![format!(
+                "CREATE INDEX CONCURRENTLY {} ON ONLY {}",
+                quote_identifier(index_name),
+                on(root)
+            )],
+        };
+    }
+    let mut creates = Vec::new();
+    let mut attaches = Vec::new();
+    // the index of each member in the tree: existing, or named here
+    let mut names: Vec<(Oid, String)> = Vec::new();
+    for m in &members {
+        let index = match (&m.index, m.parent) {
+            (Some(index), _) => index.clone(),
+            (None, None) if exists => root_index.clone(),
+            _ if m.foreign => continue, // no index on a foreign table
+            (None, parent) => {
+                let name = match parent {
+                    None => index_name.to_string(),
+                    Some(_) => crate::api::free_index_name(&m.schema, &m.name, &names),
+                };
+                let qualified = format!(
+                    "{}.{}",
+                    quote_identifier(&m.schema),
+                    quote_identifier(&name)
+                );
+                creates.push(match m.leaf {
+                    true => format!(
+                        "CREATE INDEX CONCURRENTLY {} ON {}",
+                        quote_identifier(&name),
+                        on(m)
+                    ),
+                    false => format!("CREATE INDEX {} ON ONLY {}", quote_identifier(&name), on(m)),
+                });
+                if let Some(parent) = parent {
+                    if let Some((_, parent_index)) = names.iter().find(|(oid, _)| *oid == parent) {
+                        attaches.push(format!(
+                            "ALTER INDEX {parent_index} ATTACH PARTITION {qualified}"
+                        ));
+                    }
+                }
+                qualified
+            }
+        };
+        names.push((m.oid, index));
+    }
+    // attach from the leaves up: a parent's index becomes valid once all its partitions' are
+    attaches.reverse();
+    creates.extend(attaches);
+    creates
+}
+
+/// `ttl_index_info.build_sql`: the statements still to run to build the TTL index of `tbl`
+/// (created with `build => false`), or NULL when it is built.
+#[pg_extern(stable, parallel_safe, name = "_ttl_index_build_sql")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
+    let ext = catalog::extension_schema();
+    let index = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
+        .into_iter()
+        .next()?;
+    if index.index_ready {
+        return None;
+    }
+    let reference = index.reference(&ext).ok()?;
+    let predicate = catalog::index_predicate(&reference, index.filter_sql.as_deref());
+    let schema = Spi::get_one_with_args::<String>(
+        "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[tbl.into()],
+    )
+    .ok()
+    .flatten()?;
+    let statements = statements(tbl, &schema, &index.index_name, &reference, &predicate);
+    (!statements.is_empty()).then_some(statements)
+}
