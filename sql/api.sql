@@ -15,7 +15,8 @@ SELECT t.table_oid                          AS table_name,
        t.time_zone,
        t.paused_at,
        t.filter,
-       t.touch
+       t.touch,
+       t.hide_expired
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
@@ -28,52 +29,53 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid)
+           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter, touch, build);
+                                                     filter, touch, build, hide_expired);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter, touch, build)
+                                        time_zone, filter, touch, build, hide_expired)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
-                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL)
+                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
+                                hide_expired boolean DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL THEN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch or several.';
+            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch, hide_expired or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
@@ -84,11 +86,14 @@ BEGIN
     IF touch IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_set_touch(tbl, touch);
     END IF;
+    IF hide_expired IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_hide_expired(tbl, hide_expired);
+    END IF;
     RETURN @extschema@._ttl_index_info(tbl, false);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean) IS
-  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), and touch (creates or drops its trigger).';
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean) IS
+  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), touch (creates or drops its trigger) and hide_expired (creates or drops its policies).';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info
@@ -149,13 +154,12 @@ BEGIN
                    AND d.schema_name = (SELECT n.nspname FROM pg_class c
                                         JOIN pg_namespace n ON n.oid = c.relnamespace
                                         WHERE c.oid = t.table_oid)))
-        RETURNING t.table_oid::oid AS relid, t.touch
+        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security
     LOOP
-        -- DROP INDEX of a TTL index with touch: its trigger goes with it (not with DROP TABLE)
-        IF gone.touch AND EXISTS (SELECT FROM pg_trigger
-                                  WHERE tgrelid = gone.relid AND tgname = 'jsonb_ttl_touch'
-                                    AND tgfoid = '@extschema@._ttl_touch()'::regprocedure) THEN
-            EXECUTE format('DROP TRIGGER IF EXISTS jsonb_ttl_touch ON %s', gone.relid::regclass);
+        -- DROP INDEX of a TTL index: its touch trigger and policies go with it
+        IF gone.touch OR gone.hide_expired THEN
+            PERFORM @extschema@._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
+                                                     gone.hide_enabled_row_security);
         END IF;
     END LOOP;
 END
@@ -198,6 +202,15 @@ BEGIN
             PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
         END IF;
     END LOOP;
+    -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
+    IF EXISTS (SELECT FROM @extschema@.ttl_index t
+               JOIN pg_class c ON c.oid = t.table_oid
+               JOIN pg_event_trigger_ddl_commands() d ON d.objid = c.oid
+               WHERE t.hide_expired AND c.relforcerowsecurity) THEN
+        RAISE EXCEPTION 'FORCE ROW LEVEL SECURITY would hide expired rows from the purge of a TTL index with hide_expired'
+            USING ERRCODE = '0A000',
+                  HINT = 'Turn hide_expired off first: ttl_index_alter(tbl, hide_expired => false).';
+    END IF;
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
@@ -238,6 +251,7 @@ REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 

@@ -15,7 +15,9 @@ CREATE TABLE ttl_index (
     brake_released boolean NOT NULL DEFAULT false, -- ttl_index_resume(): off until the table drains
     filter       text,                   -- only rows this holds for expire (pg_get_expr form); NULL: all
     filter_sql   text,                   -- the same, qualified down to its operators: what statements carry
-    touch        boolean NOT NULL DEFAULT false -- a trigger keeps the reference at the last write
+    touch        boolean NOT NULL DEFAULT false, -- a trigger keeps the reference at the last write
+    hide_expired boolean NOT NULL DEFAULT false, -- a row security policy hides expired rows
+    hide_enabled_row_security boolean NOT NULL DEFAULT false -- ... and row security was enabled for it
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -33,7 +35,8 @@ CREATE TYPE ttl_index_info AS (
     time_zone        text,
     filter           text,
     touch            boolean,
-    build_sql        text[]       -- build => false: the statements still to run; NULL once built
+    build_sql        text[],      -- build => false: the statements still to run; NULL once built
+    hide_expired     boolean
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

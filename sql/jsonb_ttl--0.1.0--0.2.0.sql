@@ -305,15 +305,18 @@ LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
 
 -- Options of ttl_index_create: filter (partial TTL, MongoDB's partialFilterExpression; only
 -- rows it holds for expire), touch (Cosmos DB's _ts; a trigger keeps the reference at the
--- time of the last write), and build (false: record the TTL index and hand back the
--- statements that build it without blocking writes; an existing identical index is adopted).
--- Existing TTL indexes have no filter and no touch.
-ALTER TABLE @extschema@.ttl_index ADD COLUMN filter text,
-                                  ADD COLUMN filter_sql text,
-                                  ADD COLUMN touch boolean NOT NULL DEFAULT false;
-ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter text,
-                                      ADD ATTRIBUTE touch boolean,
-                                      ADD ATTRIBUTE build_sql text[];
+-- time of the last write), build (false: record the TTL index and hand back the statements
+-- that build it without blocking writes; an existing identical index is adopted) and
+-- hide_expired (a row security policy hides expired rows). Existing TTL indexes have none.
+ALTER TABLE @extschema@.ttl_index ADD COLUMN filter       text,
+    ADD COLUMN filter_sql   text,
+    ADD COLUMN touch        boolean NOT NULL DEFAULT false,
+    ADD COLUMN hide_expired boolean NOT NULL DEFAULT false,
+    ADD COLUMN hide_enabled_row_security boolean NOT NULL DEFAULT false;
+ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter           text,
+    ADD ATTRIBUTE touch            boolean,
+    ADD ATTRIBUTE build_sql        text[],
+    ADD ATTRIBUTE hide_expired     boolean;
 CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"tbl" oid, /* Option < Oid > */
 	"path" TEXT, /* Option < & str > */
@@ -322,7 +325,8 @@ CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"time_zone" TEXT, /* Option < & str > */
 	"filter" TEXT, /* Option < & str > */
 	"touch" bool, /* Option < bool > */
-	"build" bool /* Option < bool > */
+	"build" bool, /* Option < bool > */
+	"hide_expired" bool /* Option < bool > */
 ) RETURNS bool /* bool */
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
@@ -336,6 +340,14 @@ VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_set_touch_wrapper';
+CREATE FUNCTION @extschema@."_ttl_index_set_hide_expired"(
+	"tbl" oid, /* Option < Oid > */
+	"on" bool /* Option < bool > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_hide_expired_wrapper';
 CREATE FUNCTION @extschema@."_ttl_touch_refresh"(
 	"tbl" oid /* Oid */
 ) RETURNS void
@@ -343,10 +355,19 @@ STRICT VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_touch_refresh_wrapper';
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
+CREATE FUNCTION @extschema@."_ttl_options_dropped"(
+	"table" oid, /* Oid */
+	"touch" bool, /* bool */
+	"hide" bool, /* bool */
+	"hide_enabled_row_security" bool /* bool */
+) RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_options_dropped_wrapper';
 CREATE FUNCTION @extschema@."_ttl_index_build_sql"(
 	"tbl" oid /* Oid */
-) RETURNS TEXT[] /* Option < Vec < String > > */
+) RETURNS TEXT[] /* :: std :: option :: Option < Vec < String > > */
 STRICT STABLE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
@@ -355,6 +376,8 @@ CREATE FUNCTION @extschema@."_ttl_touch"()
 	RETURNS TRIGGER
 	LANGUAGE c
 	AS 'MODULE_PATHNAME', '_ttl_touch_wrapper';
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean) FROM PUBLIC;
 CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
@@ -362,7 +385,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid)
+           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
@@ -373,45 +396,46 @@ DROP FUNCTION @extschema@.ttl_index_alter(regclass, interval, text);
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter, touch, build);
+                                                     filter, touch, build, hide_expired);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter, touch, build)
+                                        time_zone, filter, touch, build, hide_expired)
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
-                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL)
+                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
+                                hide_expired boolean DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL THEN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch or several.';
+            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch, hide_expired or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
@@ -422,11 +446,14 @@ BEGIN
     IF touch IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_set_touch(tbl, touch);
     END IF;
+    IF hide_expired IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_hide_expired(tbl, hide_expired);
+    END IF;
     RETURN @extschema@._ttl_index_info(tbl, false);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean) IS
-  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), and touch (creates or drops its trigger).';
+COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean, boolean) IS
+  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), touch (creates or drops its trigger) and hide_expired (creates or drops its policies).';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info
@@ -435,6 +462,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_alter(tbl, @extschema@._ttl_seconds(expire_after))
 $$;
+
 CREATE OR REPLACE FUNCTION @extschema@._ttl_on_sql_drop()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -452,17 +480,20 @@ BEGIN
                    AND d.schema_name = (SELECT n.nspname FROM pg_class c
                                         JOIN pg_namespace n ON n.oid = c.relnamespace
                                         WHERE c.oid = t.table_oid)))
-        RETURNING t.table_oid::oid AS relid, t.touch
+        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security
     LOOP
-        -- DROP INDEX of a TTL index with touch: its trigger goes with it (not with DROP TABLE)
-        IF gone.touch AND EXISTS (SELECT FROM pg_trigger
-                                  WHERE tgrelid = gone.relid AND tgname = 'jsonb_ttl_touch'
-                                    AND tgfoid = '@extschema@._ttl_touch()'::regprocedure) THEN
-            EXECUTE format('DROP TRIGGER IF EXISTS jsonb_ttl_touch ON %s', gone.relid::regclass);
+        -- DROP INDEX of a TTL index: its touch trigger and policies go with it
+        IF gone.touch OR gone.hide_expired THEN
+            PERFORM @extschema@._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
+                                                     gone.hide_enabled_row_security);
         END IF;
     END LOOP;
 END
 $$;
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index, and ALTER TABLE
+-- … RENAME COLUMN of the column it reads: the catalog follows the new name. Only entries whose
+-- recorded name no longer exists are updated (the command reports the index, or the table and
+-- the renamed column's number).
 CREATE OR REPLACE FUNCTION @extschema@._ttl_on_ddl_command_end()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -495,6 +526,15 @@ BEGIN
             PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
         END IF;
     END LOOP;
+    -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
+    IF EXISTS (SELECT FROM @extschema@.ttl_index t
+               JOIN pg_class c ON c.oid = t.table_oid
+               JOIN pg_event_trigger_ddl_commands() d ON d.objid = c.oid
+               WHERE t.hide_expired AND c.relforcerowsecurity) THEN
+        RAISE EXCEPTION 'FORCE ROW LEVEL SECURITY would hide expired rows from the purge of a TTL index with hide_expired'
+            USING ERRCODE = '0A000',
+                  HINT = 'Turn hide_expired off first: ttl_index_alter(tbl, hide_expired => false).';
+    END IF;
 END
 $$;
 CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
@@ -510,7 +550,8 @@ SELECT t.table_oid                          AS table_name,
        t.time_zone,
        t.paused_at,
        t.filter,
-       t.touch
+       t.touch,
+       t.hide_expired
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;

@@ -8,7 +8,7 @@ use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, ColumnKind, PathErrorKind};
-use crate::{build, deleter, filter, gucs, owner, touch};
+use crate::{build, deleter, filter, gucs, hide, owner, touch};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -311,6 +311,7 @@ fn ttl_index_create_in_zone(
         None,
         None,
         None,
+        None,
     )
 }
 
@@ -326,10 +327,12 @@ fn ttl_index_create_with_options(
     filter: Option<&str>,
     touch: Option<bool>,
     build: Option<bool>,
+    hide_expired: Option<bool>,
 ) -> bool {
     let table = owned_table(tbl);
     let touch = touch.unwrap_or(false);
     let build = build.unwrap_or(true);
+    let hide_expired = hide_expired.unwrap_or(false);
     let path = required(path, "path");
     let expire_after = check_expire_after(expire_after);
     let unit = numeric_unit_arg(required(numeric_unit, "numeric_unit"));
@@ -356,7 +359,8 @@ fn ttl_index_create_with_options(
             && current.expire_after.as_micros() == expire_after.as_micros()
             && same_zone(zone.as_deref(), current.time_zone.as_deref())
             && current.filter_sql == filter.as_ref().map(|f| f.sql.clone())
-            && current.touch == touch;
+            && current.touch == touch
+            && current.hide_expired == hide_expired;
         if same {
             return false;
         }
@@ -417,6 +421,9 @@ fn ttl_index_create_with_options(
     if touch {
         columns.push(("touch", true.into()));
     }
+    if hide_expired {
+        columns.push(("hide_expired", true.into()));
+    }
     let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
     let values: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
     let args: Vec<pgrx::datum::DatumWithOid> = columns.into_iter().map(|(_, v)| v).collect();
@@ -431,9 +438,18 @@ fn ttl_index_create_with_options(
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));
+    let entry = || existing(&ext, &table).expect("the TTL index is recorded");
     if touch {
-        let entry = existing(&ext, &table).expect("the TTL index was just recorded");
-        touch::install(&ext, &entry);
+        touch::install(&ext, &entry());
+    }
+    if hide_expired {
+        let enabled_here = hide::install(&ext, &entry());
+        set_column(
+            &ext,
+            &table,
+            "hide_enabled_row_security",
+            enabled_here.into(),
+        );
     }
     warn_unless_preloaded();
     true
@@ -448,13 +464,22 @@ fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
     if existing(&ext, &table).is_none() {
         no_ttl_index(&table);
     }
-    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+    set_column(&ext, &table, "expire_after", expire_after.into());
+    let current = existing(&ext, &table).expect("the TTL index is recorded");
+    if current.hide_expired {
+        hide::refresh(&ext, &current);
+    }
+}
+
+/// Sets `column` of the catalog entry of `table` to `value`, as the catalog's owner.
+fn set_column(ext: &str, table: &Table, column: &str, value: pgrx::datum::DatumWithOid) {
+    owner::as_catalog_owner(catalog::catalog_owner(ext), || {
         Spi::run_with_args(
             &format!(
-                "UPDATE {ext}.ttl_index SET expire_after = $2 \
+                "UPDATE {ext}.ttl_index SET {column} = $2 \
                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
             ),
-            &[table.oid.into(), expire_after.into()],
+            &[table.oid.into(), value],
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
@@ -511,9 +536,12 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: ALTER INDEX failed: {e}"));
     record(&zone, &current.index_name);
-    if current.touch {
-        let entry = existing(&ext, &table).expect("the TTL index is recorded");
+    let entry = existing(&ext, &table).expect("the TTL index is recorded");
+    if entry.touch {
         touch::install(&ext, &entry);
+    }
+    if entry.hide_expired {
+        hide::refresh(&ext, &entry);
     }
 }
 
@@ -527,20 +555,40 @@ fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
-    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
-        Spi::run_with_args(
-            &format!(
-                "UPDATE {ext}.ttl_index SET touch = $2 \
-                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
-            ),
-            &[table.oid.into(), on.into()],
-        )
-    })
-    .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
+    set_column(&ext, &table, "touch", on.into());
     match on {
         true => touch::install(&ext, &current),
         false => touch::remove(&ext, &current),
     }
+}
+
+/// Turns hide_expired on or off (see [`hide`]): the policies are created or dropped.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_hide_expired")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
+    let table = owned_table(tbl);
+    let on = required(on, "hide_expired");
+    let ext = catalog::extension_schema();
+    let Some(current) = existing(&ext, &table) else {
+        no_ttl_index(&table);
+    };
+    if current.hide_expired == on {
+        return;
+    }
+    set_column(&ext, &table, "hide_expired", on.into());
+    let enabled_here = match on {
+        true => hide::install(&ext, &current),
+        false => {
+            hide::remove(&current, current.hide_enabled_row_security);
+            false
+        }
+    };
+    set_column(
+        &ext,
+        &table,
+        "hide_enabled_row_security",
+        enabled_here.into(),
+    );
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
@@ -552,6 +600,9 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
         no_ttl_index(&table);
     };
     touch::remove(&ext, &current);
+    if current.hide_expired {
+        hide::remove(&current, current.hide_enabled_row_security);
+    }
     Spi::run(&format!(
         "DROP INDEX IF EXISTS {}.{}",
         quote_identifier(&table.schema),

@@ -48,6 +48,10 @@ pub struct TtlIndex {
     pub filter_sql: Option<String>,
     /// The reference attribute is kept at the time of the last write (see [`crate::touch`]).
     pub touch: bool,
+    /// Expired rows are hidden by a row security policy (see [`crate::hide`]).
+    pub hide_expired: bool,
+    /// ... and row security was enabled for it, to be disabled with it.
+    pub hide_enabled_row_security: bool,
 }
 
 impl TtlIndex {
@@ -298,6 +302,10 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.?) 'brake_released'::pg_catalog.text, \
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'filter_sql'::pg_catalog.text, \
                 coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'touch'::pg_catalog.text) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'hide_expired'::pg_catalog.text) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'hide_enabled_row_security'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false) \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
@@ -347,6 +355,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     brake_available: row.get::<bool>(19).ok().flatten().unwrap_or(false),
                     filter_sql: row.get::<String>(20).ok().flatten(),
                     touch: row.get::<bool>(21).ok().flatten().unwrap_or(false),
+                    hide_expired: row.get::<bool>(22).ok().flatten().unwrap_or(false),
+                    hide_enabled_row_security: row.get::<bool>(23).ok().flatten().unwrap_or(false),
                 }
             })
             .collect()

@@ -36,6 +36,7 @@ pub mod error;
 pub mod filter;
 pub mod functions;
 pub mod gucs;
+pub mod hide;
 pub mod hooks;
 pub mod jsonb_scalar;
 pub mod launcher;

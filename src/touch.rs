@@ -173,18 +173,20 @@ pub fn install(ext: &str, index: &TtlIndex) {
 
 /// Drops the touch trigger of `index`'s table, if it is there.
 pub fn remove(ext: &str, index: &TtlIndex) {
+    remove_from(ext, index.table, &index.qualified_table);
+}
+
+/// Drops the touch trigger of `table` (`qualified`: its quoted name), if it is there and ours.
+pub fn remove_from(ext: &str, table: Oid, qualified: &str) {
     let ours = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger \
          WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2::pg_catalog.name \
            AND tgfoid OPERATOR(pg_catalog.=) $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid)",
-        &[index.table.into(), TRIGGER.into(), format!("{ext}._ttl_touch()").into()],
+        &[table.into(), TRIGGER.into(), format!("{ext}._ttl_touch()").into()],
     );
     if ours == Ok(Some(true)) {
-        Spi::run(&format!(
-            "DROP TRIGGER {TRIGGER} ON {}",
-            index.qualified_table
-        ))
-        .unwrap_or_else(|e| error!("jsonb_ttl: cannot drop the touch trigger: {e}"));
+        Spi::run(&format!("DROP TRIGGER {TRIGGER} ON {qualified}"))
+            .unwrap_or_else(|e| error!("jsonb_ttl: cannot drop the touch trigger: {e}"));
     }
 }
 

@@ -1,0 +1,180 @@
+//! Hiding expired rows before they are deleted (Cosmos DB): `ttl_index_create(…,
+//! hide_expired => true)`. Readers stop seeing a row the moment it expires, whatever the
+//! worker's lag, through row security:
+//!
+//! - a RESTRICTIVE policy `jsonb_ttl_hide_expired` FOR SELECT, `USING ((<expired>) IS NOT
+//!   TRUE)`, ANDed with whatever else allows a row; `<expired>` is the purge's own condition
+//!   with `expire_after` written in (so `ttl_index_alter` writes the policy again), and the
+//!   filter;
+//! - when the table had no row security, it is enabled, with a PERMISSIVE policy
+//!   `jsonb_ttl_keep_access` FOR ALL `USING (true) WITH CHECK (true)`: row security without a
+//!   permissive policy denies everything, and this keeps every other access exactly as it was.
+//!   A table that had row security keeps its own policies, and gets only the restrictive one.
+//!
+//! Row security reaches only the roles it applies to: the owner, superusers and BYPASSRLS roles
+//! still see every row. FORCE ROW LEVEL SECURITY would hide the expired rows from the worker's
+//! own DELETE (which runs as the owner, and a DELETE with a WHERE applies SELECT policies), so
+//! it is refused, at creation and afterwards (sql/api.sql's event trigger). Turning it off, or
+//! dropping the TTL index, drops the policies, and row security if it was enabled here and no
+//! other policy has been added since.
+
+use crate::catalog::TtlIndex;
+use crate::error::raise;
+use pgrx::pg_sys::Oid;
+use pgrx::prelude::*;
+use pgrx::spi::quote_literal;
+use pgrx::PgSqlErrorCode;
+
+/// The restrictive policy that hides expired rows.
+pub const HIDE: &str = "jsonb_ttl_hide_expired";
+/// The permissive policy that keeps access as it was on a table without row security.
+pub const KEEP: &str = "jsonb_ttl_keep_access";
+
+/// The row security state of a table: (enabled, forced, policies other than ours).
+fn row_security(table: Oid) -> (bool, bool, i64) {
+    Spi::get_three_with_args::<bool, bool, i64>(
+        "SELECT c.relrowsecurity, c.relforcerowsecurity, \
+                (SELECT pg_catalog.count(*) FROM pg_catalog.pg_policy p \
+                 WHERE p.polrelid OPERATOR(pg_catalog.=) c.oid \
+                   AND p.polname OPERATOR(pg_catalog.<>) ALL (ARRAY[$2, $3]::pg_catalog.name[])) \
+         FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[table.into(), HIDE.into(), KEEP.into()],
+    )
+    .map(|(on, forced, others)| {
+        (
+            on.unwrap_or(false),
+            forced.unwrap_or(false),
+            others.unwrap_or(0),
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot read the row security of the table: {e}"))
+}
+
+fn has_policy(table: Oid, name: &str) -> bool {
+    Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_policy \
+         WHERE polrelid OPERATOR(pg_catalog.=) $1 AND polname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
+        &[table.into(), name.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+/// `(<expired>) IS NOT TRUE` for `index`, with its expire_after written in.
+fn visible_condition(ext: &str, index: &TtlIndex) -> String {
+    let reference = index
+        .reference(ext)
+        .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+    let expire_after = quote_literal(format!("{}", index.expire_after));
+    let filter = index
+        .filter_sql
+        .as_ref()
+        .map_or(String::new(), |filter| format!(" AND {filter}"));
+    format!(
+        "(({reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) \
+         {expire_after}::pg_catalog.interval)){filter}) IS NOT TRUE"
+    )
+}
+
+/// Hides the expired rows of `index`'s table (see the module's text); returns whether row
+/// security was enabled here.
+pub fn install(ext: &str, index: &TtlIndex) -> bool {
+    let (enabled, forced, _) = row_security(index.table);
+    if forced {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "table {} has FORCE ROW LEVEL SECURITY: hide_expired would hide expired rows from the purge itself",
+                index.display_name
+            ),
+            "The worker deletes as the table's owner, and a DELETE with a WHERE applies SELECT \
+             policies to whom row security applies. ALTER TABLE … NO FORCE ROW LEVEL SECURITY, \
+             or hide expired rows in your own policies.",
+        );
+    }
+    for name in [HIDE, KEEP] {
+        if has_policy(index.table, name) {
+            raise(
+                PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+                format!(
+                    "table {} already has a policy named {name}",
+                    index.display_name
+                ),
+                "hide_expired creates policies of that name: rename yours first.",
+            );
+        }
+    }
+    let table = &index.qualified_table;
+    if !enabled {
+        run(&format!(
+            "CREATE POLICY {KEEP} ON {table} AS PERMISSIVE FOR ALL TO PUBLIC \
+             USING (true) WITH CHECK (true)"
+        ));
+        run(&format!("ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"));
+    }
+    run(&format!(
+        "CREATE POLICY {HIDE} ON {table} AS RESTRICTIVE FOR SELECT TO PUBLIC USING ({})",
+        visible_condition(ext, index)
+    ));
+    !enabled
+}
+
+/// Writes the policy again after a change of `index` (expire_after, time zone).
+pub fn refresh(ext: &str, index: &TtlIndex) {
+    if has_policy(index.table, HIDE) {
+        run(&format!(
+            "ALTER POLICY {HIDE} ON {} USING ({})",
+            index.qualified_table,
+            visible_condition(ext, index)
+        ));
+    }
+}
+
+/// Shows the expired rows again: drops the policies, and row security when `enabled_here` and
+/// no policy of the owner's has been added since.
+pub fn remove(index: &TtlIndex, enabled_here: bool) {
+    remove_from(index.table, &index.qualified_table, enabled_here);
+}
+
+fn remove_from(oid: Oid, table: &str, enabled_here: bool) {
+    for name in [HIDE, KEEP] {
+        if has_policy(oid, name) && (name == HIDE || enabled_here) {
+            run(&format!("DROP POLICY {name} ON {table}"));
+        }
+    }
+    let (enabled, _, others) = row_security(oid);
+    if enabled && enabled_here && others == 0 {
+        run(&format!("ALTER TABLE {table} DISABLE ROW LEVEL SECURITY"));
+    }
+}
+
+fn run(sql: &str) {
+    Spi::run(sql).unwrap_or_else(|e| error!("jsonb_ttl: {sql}: {e}"));
+}
+
+/// The sql/api.sql event trigger calls this when DROP INDEX (or a schema change) removed the
+/// catalog entry of a TTL index whose table is still there: its trigger and policies go too.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_options_dropped")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_options_dropped(table: Oid, touch: bool, hide: bool, hide_enabled_row_security: bool) {
+    let Some(qualified_table) = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
+                OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) \
+         FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[table.into()],
+    )
+    .ok()
+    .flatten() else {
+        return; // DROP TABLE: they went with it
+    };
+    let ext = crate::catalog::extension_schema();
+    if touch {
+        crate::touch::remove_from(&ext, table, &qualified_table);
+    }
+    if hide {
+        remove_from(table, &qualified_table, hide_enabled_row_security);
+    }
+}
