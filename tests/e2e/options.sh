@@ -2,6 +2,7 @@
 # The options of ttl_index_create with the worker running:
 # - filter: only matching rows expire, read as the owner, and no search_path redirects it;
 # - touch: a row written lately stays, an idle one goes;
+# - hide_expired: readers stop seeing a row when it expires, before the worker can delete it;
 # - build => false: writes keep flowing while a 1M-row table's TTL index is built
 #   (OPTIONS_ROWS rows), where the default CREATE INDEX stops them; the worker leaves the
 #   table alone until the index is valid, then purges it.
@@ -62,6 +63,27 @@ done
 expect_eq "after 4 s the idle session is gone, the active one stays" "active" \
   "$(q app -c "SELECT string_agg(doc->>'user', ',') FROM sessions")"
 eventually_eq "once idle for 2 s the active one goes too" 10 0 app "SELECT count(*) FROM sessions"
+
+echo "hide_expired"
+q app <<'SQL'
+CREATE ROLE reader LOGIN;
+SET ROLE tenant;
+CREATE TABLE offers (id int PRIMARY KEY, doc jsonb);
+GRANT SELECT ON offers TO reader;
+SELECT FROM ttl_index_create('offers', 'until', 0, hide_expired => true);
+INSERT INTO offers VALUES (1, jsonb_build_object('until', now() + interval '1.5 seconds')),
+                          (2, '{"until": "2999-01-01"}');
+SQL
+reader_sees() { q app -c "SET ROLE reader" -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM offers"; }
+expect_eq "before it expires a reader sees the offer" "1,2" "$(reader_sees)"
+# a transaction holds the offer's row lock, so the worker (SKIP LOCKED) cannot delete it yet
+q app -c "BEGIN" -c "SELECT FROM offers WHERE id = 1 FOR UPDATE" -c "SELECT pg_sleep(4)" -c "COMMIT" >/dev/null &
+locker=$!
+sleep 2.5
+expect_eq "once it expires, readers no longer see it, though the worker could not delete it yet" "2 2" \
+  "$(q app -c "SELECT count(*) FROM offers") $(reader_sees)"
+wait $locker
+eventually_eq "then the worker deletes it" 10 0 app "SELECT count(*) FROM offers WHERE id = 1"
 
 echo "build => false on a table of $ROWS rows"
 q app <<SQL
