@@ -16,7 +16,8 @@ SELECT t.table_oid                          AS table_name,
        t.paused_at,
        t.filter,
        t.touch,
-       t.hide_expired
+       t.hide_expired,
+       t.row_ttl_path
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
@@ -29,40 +30,44 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired
+           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter, touch, build, hide_expired);
+                                                     filter, touch, build, hide_expired,
+                                                     row_ttl_path);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter, touch, build, hide_expired)
+                                        time_zone, filter, touch, build, hide_expired,
+                                        row_ttl_path)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
@@ -154,22 +159,26 @@ BEGIN
                    AND d.schema_name = (SELECT n.nspname FROM pg_class c
                                         JOIN pg_namespace n ON n.oid = c.relnamespace
                                         WHERE c.oid = t.table_oid)))
-        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security
+        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security,
+                  t.row_ttl_index_name
     LOOP
-        -- DROP INDEX of a TTL index: its touch trigger and policies go with it
-        IF gone.touch OR gone.hide_expired THEN
+        -- DROP INDEX of a TTL index: its touch trigger, policies and per-row TTL index go with it
+        IF gone.touch OR gone.hide_expired OR gone.row_ttl_index_name IS NOT NULL THEN
             PERFORM @extschema@._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
-                                                     gone.hide_enabled_row_security);
+                                                     gone.hide_enabled_row_security,
+                                                     gone.row_ttl_index_name);
         END IF;
     END LOOP;
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION @extschema@._ttl_on_sql_drop();
 
--- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index, and ALTER TABLE
--- … RENAME COLUMN of the column it reads: the catalog follows the new name. Only entries whose
--- recorded name no longer exists are updated (the command reports the index, or the table and
--- the renamed column's number).
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index (or its per-row
+-- TTL index), and ALTER TABLE … RENAME COLUMN of a column it reads: the catalog follows the
+-- new name. Only entries whose recorded name no longer exists are updated (the command reports
+-- the index, or the table and the renamed column's number), and only for an index of the shape
+-- of ours (one expression, partial), so that renaming another index of a table whose TTL index
+-- is not built yet (build => false) changes nothing.
 CREATE FUNCTION @extschema@._ttl_on_ddl_command_end()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -184,8 +193,27 @@ BEGIN
     JOIN pg_index i ON i.indexrelid = c.oid
     WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
       AND i.indrelid = t.table_oid::oid
+      AND i.indpred IS NOT NULL AND i.indnatts = 1 AND i.indkey[0] = 0  -- the shape of ours
       AND NOT EXISTS (SELECT FROM pg_class x
                       WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
+    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_class c ON c.oid = d.objid
+    JOIN pg_index i ON i.indexrelid = c.oid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
+      AND i.indrelid = t.table_oid::oid AND t.row_ttl_index_name IS NOT NULL
+      AND i.indpred IS NOT NULL AND i.indnatts = 1 AND i.indkey[0] = 0
+      AND c.relname <> t.index_name
+      AND NOT EXISTS (SELECT FROM pg_class x
+                      WHERE x.relname = t.row_ttl_index_name AND x.relnamespace = c.relnamespace);
+    UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
+      AND d.objid = t.table_oid::oid AND NOT a.attisdropped AND t.row_ttl_column IS NOT NULL
+      AND NOT EXISTS (SELECT FROM pg_attribute x
+                      WHERE x.attrelid = t.table_oid AND x.attname = t.row_ttl_column
+                        AND NOT x.attisdropped);
     FOR renamed IN
         UPDATE @extschema@.ttl_index t SET column_name = a.attname
         FROM pg_event_trigger_ddl_commands() d
@@ -251,7 +279,7 @@ REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 

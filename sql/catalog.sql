@@ -17,7 +17,11 @@ CREATE TABLE ttl_index (
     filter_sql   text,                   -- the same, qualified down to its operators: what statements carry
     touch        boolean NOT NULL DEFAULT false, -- a trigger keeps the reference at the last write
     hide_expired boolean NOT NULL DEFAULT false, -- a row security policy hides expired rows
-    hide_enabled_row_security boolean NOT NULL DEFAULT false -- ... and row security was enabled for it
+    hide_enabled_row_security boolean NOT NULL DEFAULT false, -- ... and row security was enabled for it
+    row_ttl_path text,                   -- per-row TTL: the field of seconds, as given; NULL: none
+    row_ttl_column name,
+    row_ttl_json_path text[],
+    row_ttl_index_name name              -- the index over the rows with a TTL of their own
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -36,7 +40,8 @@ CREATE TYPE ttl_index_info AS (
     filter           text,
     touch            boolean,
     build_sql        text[],      -- build => false: the statements still to run; NULL once built
-    hide_expired     boolean
+    hide_expired     boolean,
+    row_ttl_path     text
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

@@ -312,11 +312,16 @@ ALTER TABLE @extschema@.ttl_index ADD COLUMN filter       text,
     ADD COLUMN filter_sql   text,
     ADD COLUMN touch        boolean NOT NULL DEFAULT false,
     ADD COLUMN hide_expired boolean NOT NULL DEFAULT false,
-    ADD COLUMN hide_enabled_row_security boolean NOT NULL DEFAULT false;
+    ADD COLUMN hide_enabled_row_security boolean NOT NULL DEFAULT false,
+    ADD COLUMN row_ttl_path text,
+    ADD COLUMN row_ttl_column name,
+    ADD COLUMN row_ttl_json_path text[],
+    ADD COLUMN row_ttl_index_name name;
 ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter           text,
     ADD ATTRIBUTE touch            boolean,
     ADD ATTRIBUTE build_sql        text[],
-    ADD ATTRIBUTE hide_expired     boolean;
+    ADD ATTRIBUTE hide_expired     boolean,
+    ADD ATTRIBUTE row_ttl_path     text;
 CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"tbl" oid, /* Option < Oid > */
 	"path" TEXT, /* Option < & str > */
@@ -326,7 +331,8 @@ CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"filter" TEXT, /* Option < & str > */
 	"touch" bool, /* Option < bool > */
 	"build" bool, /* Option < bool > */
-	"hide_expired" bool /* Option < bool > */
+	"hide_expired" bool, /* Option < bool > */
+	"row_ttl_path" TEXT /* Option < & str > */
 ) RETURNS bool /* bool */
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
@@ -359,9 +365,10 @@ CREATE FUNCTION @extschema@."_ttl_options_dropped"(
 	"table" oid, /* Oid */
 	"touch" bool, /* bool */
 	"hide" bool, /* bool */
-	"hide_enabled_row_security" bool /* bool */
+	"hide_enabled_row_security" bool, /* bool */
+	"row_ttl_index" TEXT /* Option < & str > */
 ) RETURNS void
-STRICT VOLATILE PARALLEL UNSAFE
+VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_options_dropped_wrapper';
@@ -376,8 +383,27 @@ CREATE FUNCTION @extschema@."_ttl_touch"()
 	RETURNS TRIGGER
 	LANGUAGE c
 	AS 'MODULE_PATHNAME', '_ttl_touch_wrapper';
+CREATE FUNCTION @extschema@."ttl_row_seconds"(
+	"value" jsonb /* JsonbRef */
+) RETURNS double precision /* Option < f64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_row_seconds_wrapper';
+CREATE FUNCTION @extschema@."ttl_row_seconds"(
+	"value" NUMERIC /* AnyNumeric */
+) RETURNS double precision /* Option < f64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_row_seconds_numeric_wrapper';
+CREATE FUNCTION @extschema@."ttl_expires_at"(
+	"reference" timestamp with time zone, /* TimestampWithTimeZone */
+	"seconds" double precision /* f64 */
+) RETURNS timestamp with time zone /* Option < TimestampWithTimeZone > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_expires_at_wrapper';
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text) FROM PUBLIC;
 CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
@@ -385,7 +411,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired
+           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
@@ -396,33 +422,37 @@ DROP FUNCTION @extschema@.ttl_index_alter(regclass, interval, text);
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
-                                                     filter, touch, build, hide_expired);
+                                                     filter, touch, build, hide_expired,
+                                                     row_ttl_path);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
-                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false)
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
-                                        time_zone, filter, touch, build, hide_expired)
+                                        time_zone, filter, touch, build, hide_expired,
+                                        row_ttl_path)
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
@@ -480,20 +510,24 @@ BEGIN
                    AND d.schema_name = (SELECT n.nspname FROM pg_class c
                                         JOIN pg_namespace n ON n.oid = c.relnamespace
                                         WHERE c.oid = t.table_oid)))
-        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security
+        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security,
+                  t.row_ttl_index_name
     LOOP
-        -- DROP INDEX of a TTL index: its touch trigger and policies go with it
-        IF gone.touch OR gone.hide_expired THEN
+        -- DROP INDEX of a TTL index: its touch trigger, policies and per-row TTL index go with it
+        IF gone.touch OR gone.hide_expired OR gone.row_ttl_index_name IS NOT NULL THEN
             PERFORM @extschema@._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
-                                                     gone.hide_enabled_row_security);
+                                                     gone.hide_enabled_row_security,
+                                                     gone.row_ttl_index_name);
         END IF;
     END LOOP;
 END
 $$;
--- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index, and ALTER TABLE
--- … RENAME COLUMN of the column it reads: the catalog follows the new name. Only entries whose
--- recorded name no longer exists are updated (the command reports the index, or the table and
--- the renamed column's number).
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index (or its per-row
+-- TTL index), and ALTER TABLE … RENAME COLUMN of a column it reads: the catalog follows the
+-- new name. Only entries whose recorded name no longer exists are updated (the command reports
+-- the index, or the table and the renamed column's number), and only for an index of the shape
+-- of ours (one expression, partial), so that renaming another index of a table whose TTL index
+-- is not built yet (build => false) changes nothing.
 CREATE OR REPLACE FUNCTION @extschema@._ttl_on_ddl_command_end()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -508,8 +542,27 @@ BEGIN
     JOIN pg_index i ON i.indexrelid = c.oid
     WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
       AND i.indrelid = t.table_oid::oid
+      AND i.indpred IS NOT NULL AND i.indnatts = 1 AND i.indkey[0] = 0  -- the shape of ours
       AND NOT EXISTS (SELECT FROM pg_class x
                       WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
+    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_class c ON c.oid = d.objid
+    JOIN pg_index i ON i.indexrelid = c.oid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
+      AND i.indrelid = t.table_oid::oid AND t.row_ttl_index_name IS NOT NULL
+      AND i.indpred IS NOT NULL AND i.indnatts = 1 AND i.indkey[0] = 0
+      AND c.relname <> t.index_name
+      AND NOT EXISTS (SELECT FROM pg_class x
+                      WHERE x.relname = t.row_ttl_index_name AND x.relnamespace = c.relnamespace);
+    UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname
+    FROM pg_event_trigger_ddl_commands() d
+    JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
+    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
+      AND d.objid = t.table_oid::oid AND NOT a.attisdropped AND t.row_ttl_column IS NOT NULL
+      AND NOT EXISTS (SELECT FROM pg_attribute x
+                      WHERE x.attrelid = t.table_oid AND x.attname = t.row_ttl_column
+                        AND NOT x.attisdropped);
     FOR renamed IN
         UPDATE @extschema@.ttl_index t SET column_name = a.attname
         FROM pg_event_trigger_ddl_commands() d
@@ -551,7 +604,8 @@ SELECT t.table_oid                          AS table_name,
        t.paused_at,
        t.filter,
        t.touch,
-       t.hide_expired
+       t.hide_expired,
+       t.row_ttl_path
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;

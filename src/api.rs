@@ -166,19 +166,36 @@ pub(crate) fn no_ttl_index(table: &Table) -> ! {
     )
 }
 
-/// A free index name `<table>_ttl_idx[N]` in the table's schema, within NAMEDATALEN.
-fn choose_index_name(table: &Table) -> String {
-    free_index_name(&table.schema, &table.relname, &[])
+/// A free index name `<table><suffix>[N]` in the table's schema, within NAMEDATALEN, and none
+/// of `also_taken`.
+fn choose_index_name(table: &Table, suffix: &str, also_taken: &[String]) -> String {
+    let taken: Vec<(Oid, String)> = also_taken
+        .iter()
+        .map(|name| {
+            let qualified = format!(
+                "{}.{}",
+                quote_identifier(&table.schema),
+                quote_identifier(name)
+            );
+            (table.oid, qualified)
+        })
+        .collect();
+    free_index_name(&table.schema, &table.relname, suffix, &taken)
 }
 
-/// A free index name `<relname>_ttl_idx[N]` in `schema`, within NAMEDATALEN, and none of the
+/// A free index name `<relname><suffix>[N]` in `schema`, within NAMEDATALEN, and none of the
 /// (quoted, qualified) names in `taken`.
-pub(crate) fn free_index_name(schema: &str, relname: &str, taken: &[(Oid, String)]) -> String {
+pub(crate) fn free_index_name(
+    schema: &str,
+    relname: &str,
+    suffix: &str,
+    taken: &[(Oid, String)],
+) -> String {
     for n in 0.. {
         let suffix = if n == 0 {
-            "_ttl_idx".to_string()
+            suffix.to_string()
         } else {
-            format!("_ttl_idx{n}")
+            format!("{suffix}{n}")
         };
         let mut base = relname.to_string();
         while base.len() + suffix.len() > 63 {
@@ -207,20 +224,70 @@ pub(crate) fn free_index_name(schema: &str, relname: &str, taken: &[(Oid, String
     unreachable!()
 }
 
-/// Builds the TTL index `name` of `table` on `reference`, partial on its being known and on the
-/// filter (see [`catalog::index_predicate`]). A partitioned table's index covers every
+/// Builds the index `name` of `table` on `expression`, partial on `predicate` (see
+/// [`index_specs`]). A partitioned table's index covers every
 /// partition, now and future; a plain table's stays off legacy inheritance children, which are
 /// not part of this TTL index.
-fn build_index(table: &Table, name: &str, reference: &str, filter: Option<&str>) {
+fn build_index(table: &Table, name: &str, expression: &str, predicate: &str) {
     let only = if table.partitioned { "" } else { "ONLY" };
     Spi::run(&format!(
-        "CREATE INDEX {} ON {only} {}.{} ({reference}) WHERE {}",
+        "CREATE INDEX {} ON {only} {}.{} ({expression}) WHERE {predicate}",
         quote_identifier(name),
         quote_identifier(&table.schema),
         quote_identifier(&table.relname),
-        catalog::index_predicate(reference, filter)
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
+}
+
+/// The indexes of a TTL index, as (its catalog column, name, expression, predicate): the TTL
+/// index itself, and with a per-row TTL field the index over the rows that have one (see
+/// [`crate::row_ttl`]).
+pub(crate) fn index_specs(
+    ext: &str,
+    entry: &TtlIndex,
+) -> Vec<(&'static str, String, String, String)> {
+    let parts = match entry.row_ttl {
+        Some(_) => entry.clone().parts(),
+        None => vec![entry.clone()],
+    };
+    parts
+        .iter()
+        .map(|part| {
+            let expression = part
+                .reference(ext)
+                .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+            let predicate = part.predicate(ext, &expression);
+            let column = match part.part {
+                catalog::Part::OwnTtl => "row_ttl_index_name",
+                _ => "index_name",
+            };
+            (column, part.index_name.clone(), expression, predicate)
+        })
+        .collect()
+}
+
+/// The field `path` of a per-row TTL, resolved like a TTL index's path; it must hold a number.
+fn row_ttl_field(table: &Table, path: &str) -> crate::path::Resolved {
+    let resolved = path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("row_ttl_path: {}", e.message),
+            e.hint,
+        )
+    });
+    match resolved.kind {
+        ColumnKind::Jsonb | ColumnKind::Json | ColumnKind::Number => resolved,
+        _ => raise(
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "row_ttl_path {} leads to column {}, which holds no number of seconds",
+                quote_literal(path),
+                quote_identifier(&resolved.column)
+            ),
+            "row_ttl_path names a field of a JSON document (or a numeric column) holding the \
+             row's TTL in seconds, -1 for never.",
+        ),
+    }
 }
 
 fn warn_unless_preloaded() {
@@ -312,6 +379,7 @@ fn ttl_index_create_in_zone(
         None,
         None,
         None,
+        None,
     )
 }
 
@@ -328,6 +396,7 @@ fn ttl_index_create_with_options(
     touch: Option<bool>,
     build: Option<bool>,
     hide_expired: Option<bool>,
+    row_ttl_path: Option<&str>,
 ) -> bool {
     let table = owned_table(tbl);
     let touch = touch.unwrap_or(false);
@@ -346,6 +415,7 @@ fn ttl_index_create_with_options(
         raise(code, e.message, e.hint)
     });
     let filter = filter.map(|text| filter::analyze(table.oid, text));
+    let row_ttl = row_ttl_path.map(|text| (text, row_ttl_field(&table, text)));
     let ext = catalog::extension_schema();
     let zoned_catalog = catalog::has_time_zone(&ext);
     let zone = match zoned_catalog {
@@ -360,7 +430,8 @@ fn ttl_index_create_with_options(
             && same_zone(zone.as_deref(), current.time_zone.as_deref())
             && current.filter_sql == filter.as_ref().map(|f| f.sql.clone())
             && current.touch == touch
-            && current.hide_expired == hide_expired;
+            && current.hide_expired == hide_expired
+            && current.row_ttl.as_ref().map(|r| &r.resolved) == row_ttl.as_ref().map(|r| &r.1);
         if same {
             return false;
         }
@@ -379,26 +450,10 @@ fn ttl_index_create_with_options(
         );
     }
 
-    let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
-        .expect("path resolution accepts only columns that hold a time");
-    let filter_sql = filter.as_ref().map(|f| f.sql.as_str());
-    let predicate = catalog::index_predicate(&reference, filter_sql);
-    let index_name = match build::adoptable(table.oid, &reference, &predicate) {
-        Some(existing) => {
-            notice!(
-                "jsonb_ttl: index {existing} is the TTL index of {}: adopted, not built again",
-                table.name
-            );
-            existing
-        }
-        None => {
-            let name = choose_index_name(&table);
-            if build {
-                build_index(&table, &name, &reference, filter_sql);
-            }
-            name
-        }
-    };
+    let index_name = choose_index_name(&table, "_ttl_idx", &[]);
+    let row_ttl_index_name = row_ttl
+        .as_ref()
+        .map(|_| choose_index_name(&table, "_row_ttl_idx", &[index_name.clone()]));
 
     // the catalog row: 0.1.0's catalog has none of the later columns, and 0.1.0's SQL passes
     // no option
@@ -424,6 +479,12 @@ fn ttl_index_create_with_options(
     if hide_expired {
         columns.push(("hide_expired", true.into()));
     }
+    if let (Some((row_ttl_path, field)), Some(row_index)) = (&row_ttl, &row_ttl_index_name) {
+        columns.push(("row_ttl_path", (*row_ttl_path).into()));
+        columns.push(("row_ttl_column", field.column.clone().into()));
+        columns.push(("row_ttl_json_path", field.json_path.clone().into()));
+        columns.push(("row_ttl_index_name", row_index.clone().into()));
+    }
     let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
     let values: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
     let args: Vec<pgrx::datum::DatumWithOid> = columns.into_iter().map(|(_, v)| v).collect();
@@ -439,6 +500,24 @@ fn ttl_index_create_with_options(
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));
     let entry = || existing(&ext, &table).expect("the TTL index is recorded");
+    // the index (and the per-row TTL one): adopted when it exists, else built unless not asked
+    for (catalog_column, name, expression, predicate) in index_specs(&ext, &entry()) {
+        match build::adoptable(table.oid, &expression, &predicate) {
+            Some(adopted) => {
+                notice!(
+                    "jsonb_ttl: index {adopted} is the {} of {}: adopted, not built again",
+                    match catalog_column {
+                        "index_name" => "TTL index",
+                        _ => "per-row TTL index",
+                    },
+                    table.name
+                );
+                set_column(&ext, &table, catalog_column, adopted.into());
+            }
+            None if build => build_index(&table, &name, &expression, &predicate),
+            None => {}
+        }
+    }
     if touch {
         touch::install(&ext, &entry());
     }
@@ -504,38 +583,29 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     if current.time_zone.as_deref() == Some(zone.as_str()) {
         return;
     }
-    let reference = catalog::reference_expr(&ext, &current.resolved, current.unit, Some(&zone))
-        .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
-    let building = choose_index_name(&table);
-    build_index(&table, &building, &reference, current.filter_sql.as_deref());
-    let schema = quote_identifier(&table.schema);
-    // The catalog follows the new index first, so that dropping the old one (which the sql_drop
-    // event trigger watches) keeps the entry, then takes the old name back with it.
-    let record = |zone: &str, index_name: &str| {
-        owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
-            Spi::run_with_args(
-                &format!(
-                    "UPDATE {ext}.ttl_index SET time_zone = $2, index_name = $3 \
-                     WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
-                ),
-                &[table.oid.into(), zone.into(), index_name.into()],
-            )
-        })
-        .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"))
+    // Each index is built again beside the old one. The catalog follows the new index first, so
+    // that dropping the old one (which the sql_drop event trigger watches) keeps the entry,
+    // then takes the old name back with it.
+    set_column(&ext, &table, "time_zone", zone.clone().into());
+    let rezoned = TtlIndex {
+        time_zone: Some(zone),
+        ..current
     };
-    record(&zone, &building);
-    Spi::run(&format!(
-        "DROP INDEX {schema}.{}",
-        quote_identifier(&current.index_name)
-    ))
-    .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
-    Spi::run(&format!(
-        "ALTER INDEX {schema}.{} RENAME TO {}",
-        quote_identifier(&building),
-        quote_identifier(&current.index_name)
-    ))
-    .unwrap_or_else(|e| error!("jsonb_ttl: ALTER INDEX failed: {e}"));
-    record(&zone, &current.index_name);
+    let schema = quote_identifier(&table.schema);
+    for (column, name, expression, predicate) in index_specs(&ext, &rezoned) {
+        let building = choose_index_name(&table, "_ttl_idx", &[]);
+        build_index(&table, &building, &expression, &predicate);
+        set_column(&ext, &table, column, building.clone().into());
+        Spi::run(&format!("DROP INDEX {schema}.{}", quote_identifier(&name)))
+            .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+        Spi::run(&format!(
+            "ALTER INDEX {schema}.{} RENAME TO {}",
+            quote_identifier(&building),
+            quote_identifier(&name)
+        ))
+        .unwrap_or_else(|e| error!("jsonb_ttl: ALTER INDEX failed: {e}"));
+        set_column(&ext, &table, column, name.into());
+    }
     let entry = existing(&ext, &table).expect("the TTL index is recorded");
     if entry.touch {
         touch::install(&ext, &entry);
@@ -591,6 +661,20 @@ fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
     );
 }
 
+/// Drops the index `name` of `schema` (quoted) if it is there (not built yet: `build =>
+/// false`; dropped already: by the sql_drop event trigger).
+pub(crate) fn drop_index(schema: &str, name: &str) {
+    let index = format!("{schema}.{}", quote_identifier(name));
+    let there = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+        &[index.clone().into()],
+    );
+    if there == Ok(Some(true)) {
+        Spi::run(&format!("DROP INDEX {index}"))
+            .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+    }
+}
+
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_drop(tbl: Option<Oid>) -> bool {
@@ -603,12 +687,11 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     if current.hide_expired {
         hide::remove(&current, current.hide_enabled_row_security);
     }
-    Spi::run(&format!(
-        "DROP INDEX IF EXISTS {}.{}",
-        quote_identifier(&table.schema),
-        quote_identifier(&current.index_name)
-    ))
-    .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+    let schema = quote_identifier(&table.schema);
+    if let Some(row_ttl) = &current.row_ttl {
+        drop_index(&schema, &row_ttl.index_name);
+    }
+    drop_index(&schema, &current.index_name);
     // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
         Spi::run_with_args(
@@ -686,7 +769,7 @@ fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
         "{}SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         crate::planner::MARKER,
         index.qualified_table,
-        index.expired(&reference)
+        index.expired(&ext, &reference)
     );
     unsafe { pgrx::pg_sys::LockRelationOid(target, pgrx::pg_sys::AccessShareLock as _) };
     let owner = owner::table_owner(target)?;

@@ -58,7 +58,7 @@ pub fn count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     Ok(format!(
         "{MARKER}SELECT pg_catalog.count(*) FROM (SELECT FROM ONLY {} WHERE {} LIMIT $2) expired",
         index.qualified_table,
-        index.expired(&reference)
+        index.expired(ext_schema, &reference)
     ))
 }
 

@@ -107,13 +107,14 @@ fn members(table: Oid, root_index: Option<&str>) -> Vec<Member> {
 
 /// The statements that build the TTL index `index_name` of `table` on `reference` with
 /// `predicate` without blocking writes, skipping what is built already (see the module's
-/// text). Empty when nothing is left to do.
+/// text), each partition's index named `<partition><suffix>`. Empty when nothing is left.
 pub fn statements(
     table: Oid,
     schema: &str,
     index_name: &str,
     reference: &str,
     predicate: &str,
+    suffix: &str,
 ) -> Vec<String> {
     let root_index = format!(
         "{}.{}",
@@ -160,7 +161,7 @@ pub fn statements(
             (None, parent) => {
                 let name = match parent {
                     None => index_name.to_string(),
-                    Some(_) => crate::api::free_index_name(&m.schema, &m.name, &names),
+                    Some(_) => crate::api::free_index_name(&m.schema, &m.name, suffix, &names),
                 };
                 let qualified = format!(
                     "{}.{}",
@@ -202,11 +203,6 @@ fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
     let index = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
         .into_iter()
         .next()?;
-    if index.index_ready {
-        return None;
-    }
-    let reference = index.reference(&ext).ok()?;
-    let predicate = catalog::index_predicate(&reference, index.filter_sql.as_deref());
     let schema = Spi::get_one_with_args::<String>(
         "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -215,6 +211,29 @@ fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
     )
     .ok()
     .flatten()?;
-    let statements = statements(tbl, &schema, &index.index_name, &reference, &predicate);
+    let ready = [
+        index.index_ready,
+        index
+            .row_ttl
+            .as_ref()
+            .is_none_or(|row_ttl| row_ttl.index_ready),
+    ];
+    let mut statements = Vec::new();
+    for (column, name, expression, predicate) in crate::api::index_specs(&ext, &index) {
+        let (built, suffix) = match column {
+            "index_name" => (ready[0], "_ttl_idx"),
+            _ => (ready[1], "_row_ttl_idx"),
+        };
+        if !built {
+            statements.extend(self::statements(
+                tbl,
+                &schema,
+                &name,
+                &expression,
+                &predicate,
+                suffix,
+            ));
+        }
+    }
     (!statements.is_empty()).then_some(statements)
 }

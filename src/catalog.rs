@@ -52,11 +52,51 @@ pub struct TtlIndex {
     pub hide_expired: bool,
     /// ... and row security was enabled for it, to be disabled with it.
     pub hide_enabled_row_security: bool,
+    /// A per-row TTL field (see [`crate::row_ttl`]).
+    pub row_ttl: Option<RowTtl>,
+    /// Which rows of the table this target purges.
+    pub part: Part,
+}
+
+/// A per-row TTL field: where it is, and the index over the rows that have one.
+#[derive(Clone, Debug)]
+pub struct RowTtl {
+    pub path: String,
+    pub resolved: Resolved,
+    pub index_name: String,
+    /// Whether `index_name` is valid and ready on this target's table.
+    pub index_ready: bool,
+}
+
+/// Which rows of a table a target purges: with a per-row TTL field, two targets share the
+/// table (see [`crate::row_ttl`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Every row: no per-row TTL field (and every catalog entry, `Scope::Entries`).
+    Whole,
+    /// The rows without a TTL of their own, through the TTL index itself.
+    FallsBack,
+    /// The rows with a TTL of their own, through the per-row index, keyed on their expiry.
+    OwnTtl,
 }
 
 impl TtlIndex {
-    /// The SQL expression of this TTL index's reference time (see [`reference_expr`]).
+    /// The SQL expression of this TTL index's reference time (see [`reference_expr`]); for
+    /// the rows with a TTL of their own, their expiry time (their `expire_after` is 0).
     pub fn reference(&self, ext_schema: &str) -> Result<String, String> {
+        let reference = self.base_reference(ext_schema)?;
+        match (&self.row_ttl, self.part) {
+            (Some(row_ttl), Part::OwnTtl) => Ok(crate::row_ttl::expiry_expr(
+                ext_schema,
+                &reference,
+                &crate::row_ttl::seconds_expr(ext_schema, &row_ttl.resolved)?,
+            )),
+            _ => Ok(reference),
+        }
+    }
+
+    /// The reference time at the path, whatever the part.
+    pub fn base_reference(&self, ext_schema: &str) -> Result<String, String> {
         reference_expr(
             ext_schema,
             &self.resolved,
@@ -65,10 +105,79 @@ impl TtlIndex {
         )
     }
 
+    /// The predicate that keeps the rows with a TTL of their own out of the rows that fall
+    /// back to `expire_after`, for that part (`" AND …"`), else nothing.
+    fn falls_back(&self, ext_schema: &str) -> String {
+        match (&self.row_ttl, self.part) {
+            (Some(row_ttl), Part::FallsBack) => {
+                crate::row_ttl::seconds_expr(ext_schema, &row_ttl.resolved)
+                    .map_or(String::new(), |seconds| {
+                        format!(" AND {}", crate::row_ttl::falls_back(&seconds))
+                    })
+            }
+            _ => String::new(),
+        }
+    }
+
     /// Whether a row is expired, with the reference time `reference` (see
-    /// [`expired_condition`]), and this TTL index's filter.
-    pub fn expired(&self, reference: &str) -> String {
-        expired_condition(reference, self.filter_sql.as_deref())
+    /// [`expired_condition`]), this TTL index's filter, and for the rows that fall back to
+    /// `expire_after`, that they do.
+    pub fn expired(&self, ext_schema: &str, reference: &str) -> String {
+        self.expired_after(ext_schema, reference, "$1")
+    }
+
+    /// [`TtlIndex::expired`] with `expire_after` given as the SQL expression `expire_after`.
+    pub fn expired_after(&self, ext_schema: &str, reference: &str, expire_after: &str) -> String {
+        format!(
+            "{}{}",
+            expired_condition(reference, self.filter_sql.as_deref(), expire_after),
+            self.falls_back(ext_schema)
+        )
+    }
+
+    /// Whether a row's `reference` is before the SQL expression `cutoff` (which says when
+    /// rows expire: `ttl_expire_preview`'s `at - expire_after`), with the filter, and for the
+    /// rows that fall back to `expire_after`, that they do.
+    pub fn before(&self, ext_schema: &str, reference: &str, cutoff: &str) -> String {
+        let filter = self
+            .filter_sql
+            .as_ref()
+            .map_or(String::new(), |filter| format!(" AND {filter}"));
+        format!(
+            "{reference} OPERATOR(pg_catalog.<) {cutoff}{filter}{}",
+            self.falls_back(ext_schema)
+        )
+    }
+
+    /// The predicate of this target's index (see [`index_predicate`]).
+    pub fn predicate(&self, ext_schema: &str, reference: &str) -> String {
+        format!(
+            "{}{}",
+            index_predicate(reference, self.filter_sql.as_deref()),
+            self.falls_back(ext_schema)
+        )
+    }
+
+    /// The targets of this entry: itself, or with a per-row TTL field its two parts (the
+    /// second one keyed on the expiry time, through its own index, expire_after 0).
+    pub(crate) fn parts(self) -> Vec<TtlIndex> {
+        let Some(row_ttl) = self.row_ttl.clone() else {
+            return vec![self];
+        };
+        let own = TtlIndex {
+            part: Part::OwnTtl,
+            index_name: row_ttl.index_name.clone(),
+            index_ready: row_ttl.index_ready,
+            expire_after: Interval::from_micros(0),
+            ..self.clone()
+        };
+        vec![
+            TtlIndex {
+                part: Part::FallsBack,
+                ..self
+            },
+            own,
+        ]
     }
 }
 
@@ -202,15 +311,15 @@ pub fn reference_expr(
     })
 }
 
-/// `<reference> < now() - $1 [AND <filter>]`: whether a row is expired (parameter `$1
-/// interval` expire_after), qualified like [`reference_expr`]; `filter` is the qualified filter
+/// `<reference> < now() - $1 [AND <filter>]`: whether a row is expired (`expire_after`, the
+/// parameter `$1 interval` in our statements), qualified like [`reference_expr`]; `filter` is the qualified filter
 /// of the TTL index (see [`crate::filter`]), also part of the index predicate, so the planner
 /// proves the partial index usable. `OPERATOR()` binds left to right at one precedence, hence
 /// the parentheses.
-pub fn expired_condition(reference: &str, filter: Option<&str>) -> String {
+pub fn expired_condition(reference: &str, filter: Option<&str>, expire_after: &str) -> String {
     let filter = filter.map_or(String::new(), |filter| format!(" AND {filter}"));
     format!(
-        "{reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1){filter}"
+        "{reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) {expire_after}){filter}"
     )
 }
 
@@ -265,8 +374,29 @@ pub enum Scope {
     /// The catalog rows as they are: one per TTL index, keyed by the table it was created on.
     Entries,
     /// The tables rows are deleted from: a plain table stands for itself, a partitioned table
-    /// for each of its leaf partitions (ctid is unique only within one).
+    /// for each of its leaf partitions (ctid is unique only within one); each twice with a
+    /// per-row TTL field (see [`Part`]).
     Targets,
+}
+
+/// Whether the index named by the SQL expression `name` (in the schema of the table the TTL
+/// index was created on, `rn`) is valid and ready on the target table `l.relid`: itself, or
+/// for a partition its partition of that index (the part of the load query below). A restore
+/// creates the index after the catalog row, and a failed `CREATE INDEX CONCURRENTLY` leaves it
+/// invalid.
+fn index_ready_sql(name: &str) -> String {
+    format!(
+        "EXISTS (SELECT FROM pg_catalog.pg_index i, \
+                   (SELECT pg_catalog.to_regclass(pg_catalog.quote_ident(rn.nspname::pg_catalog.text) \
+                      OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
+                      pg_catalog.quote_ident({name})) AS oid) ttl \
+                 WHERE i.indrelid OPERATOR(pg_catalog.=) l.relid \
+                   AND i.indisvalid AND i.indisready AND i.indislive \
+                   AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
+                        OR ttl.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                             SELECT p.relid::pg_catalog.oid \
+                             FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p))))"
+    )
 }
 
 /// Loads the TTL index of `table` (the table it was created on), or all of them.
@@ -277,6 +407,10 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
             "(SELECT relid::pg_catalog.oid FROM {ext_schema}._ttl_targets(t.table_oid) relid)"
         ),
     };
+    let ready = index_ready_sql("t.index_name::pg_catalog.text");
+    let row_ready = index_ready_sql(
+        "pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text",
+    );
     let sql = format!(
         "SELECT l.relid, \
                 pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
@@ -286,16 +420,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
                 t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
-                EXISTS (SELECT FROM pg_catalog.pg_index i, \
-                          (SELECT pg_catalog.to_regclass(pg_catalog.quote_ident(rn.nspname::pg_catalog.text) \
-                             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
-                             pg_catalog.quote_ident(t.index_name::pg_catalog.text)) AS oid) ttl \
-                        WHERE i.indrelid OPERATOR(pg_catalog.=) l.relid \
-                          AND i.indisvalid AND i.indisready AND i.indislive \
-                          AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
-                               OR ttl.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
-                                    SELECT p.relid::pg_catalog.oid \
-                                    FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p)))), \
+                {ready}, \
                 (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'paused_at'::pg_catalog.text) IS NOT NULL, \
                 coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'brake_released'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
@@ -306,7 +431,19 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                 coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'hide_expired'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
                 coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'hide_enabled_row_security'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_path'::pg_catalog.text, \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text, \
+                ARRAY(SELECT pg_catalog.jsonb_array_elements_text(k.keys) \
+                      FROM (SELECT pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->) \
+                                   'row_ttl_json_path'::pg_catalog.text AS keys) k \
+                      WHERE pg_catalog.jsonb_typeof(k.keys) OPERATOR(pg_catalog.=) 'array'::pg_catalog.text), \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text, \
+                (SELECT ra.atttypid FROM pg_catalog.pg_attribute ra \
+                 WHERE ra.attrelid OPERATOR(pg_catalog.=) c.oid AND NOT ra.attisdropped \
+                   AND ra.attname::pg_catalog.text OPERATOR(pg_catalog.=) \
+                       (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text)), \
+                {row_ready} \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -357,7 +494,26 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                     touch: row.get::<bool>(21).ok().flatten().unwrap_or(false),
                     hide_expired: row.get::<bool>(22).ok().flatten().unwrap_or(false),
                     hide_enabled_row_security: row.get::<bool>(23).ok().flatten().unwrap_or(false),
+                    row_ttl: row.get::<String>(24).ok().flatten().map(|path| RowTtl {
+                        path,
+                        resolved: Resolved {
+                            column: text(25),
+                            kind: kind_of_type(oid(28)),
+                            json_path: row
+                                .get::<Vec<String>>(26)
+                                .ok()
+                                .flatten()
+                                .unwrap_or_default(),
+                        },
+                        index_name: text(27),
+                        index_ready: row.get::<bool>(29).ok().flatten().unwrap_or(false),
+                    }),
+                    part: Part::Whole,
                 }
+            })
+            .flat_map(|index| match scope {
+                Scope::Entries => vec![index],
+                Scope::Targets => index.parts(),
             })
             .collect()
     })

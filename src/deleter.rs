@@ -57,7 +57,7 @@ pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
     Ok(format!(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         index.qualified_table,
-        index.expired(&reference)
+        index.expired(ext_schema, &reference)
     ))
 }
 
@@ -86,7 +86,7 @@ pub fn pick_sql(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {}{set_aside} \
          LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
-        index.expired(&reference)
+        index.expired(ext_schema, &reference)
     ))
 }
 
@@ -131,7 +131,7 @@ pub fn delete_rows_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, Str
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
         index.qualified_table,
-        index.expired(&reference)
+        index.expired(ext_schema, &reference)
     ))
 }
 

@@ -61,20 +61,30 @@ fn has_policy(table: Oid, name: &str) -> bool {
     .unwrap_or(false)
 }
 
-/// `(<expired>) IS NOT TRUE` for `index`, with its expire_after written in.
+/// `(<expired>) IS NOT TRUE` for `index`, with its expire_after written in: for each of its
+/// parts with a per-row TTL field (see [`crate::row_ttl`]).
 fn visible_condition(ext: &str, index: &TtlIndex) -> String {
-    let reference = index
-        .reference(ext)
-        .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
-    let expire_after = quote_literal(format!("{}", index.expire_after));
-    let filter = index
-        .filter_sql
-        .as_ref()
-        .map_or(String::new(), |filter| format!(" AND {filter}"));
-    format!(
-        "(({reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) \
-         {expire_after}::pg_catalog.interval)){filter}) IS NOT TRUE"
-    )
+    let parts = match index.row_ttl {
+        Some(_) => index.clone().parts(),
+        None => vec![index.clone()],
+    };
+    parts
+        .iter()
+        .map(|part| {
+            let reference = part
+                .reference(ext)
+                .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+            let expire_after = format!(
+                "{}::pg_catalog.interval",
+                quote_literal(format!("{}", part.expire_after))
+            );
+            format!(
+                "({}) IS NOT TRUE",
+                part.expired_after(ext, &reference, &expire_after)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ")
 }
 
 /// Hides the expired rows of `index`'s table (see the module's text); returns whether row
@@ -153,28 +163,36 @@ fn run(sql: &str) {
     Spi::run(sql).unwrap_or_else(|e| error!("jsonb_ttl: {sql}: {e}"));
 }
 
-/// The sql/api.sql event trigger calls this when DROP INDEX (or a schema change) removed the
-/// catalog entry of a TTL index whose table is still there: its trigger and policies go too.
+/// The sql/api.sql event trigger calls this when DROP INDEX removed the catalog entry of a TTL
+/// index whose table is still there: its touch trigger, policies and per-row TTL index go too.
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_options_dropped")]
 #[search_path(pg_catalog, pg_temp)]
-fn ttl_options_dropped(table: Oid, touch: bool, hide: bool, hide_enabled_row_security: bool) {
-    let Some(qualified_table) = Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
-                OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) \
+fn ttl_options_dropped(
+    table: Oid,
+    touch: bool,
+    hide: bool,
+    hide_enabled_row_security: bool,
+    row_ttl_index: Option<&str>,
+) {
+    let Ok((Some(schema), Some(name))) = Spi::get_two_with_args::<String, String>(
+        "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text), \
+                pg_catalog.quote_ident(c.relname::pg_catalog.text) \
          FROM pg_catalog.pg_class c \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
          WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[table.into()],
-    )
-    .ok()
-    .flatten() else {
+    ) else {
         return; // DROP TABLE: they went with it
     };
+    let qualified_table = format!("{schema}.{name}");
     let ext = crate::catalog::extension_schema();
     if touch {
         crate::touch::remove_from(&ext, table, &qualified_table);
     }
     if hide {
         remove_from(table, &qualified_table, hide_enabled_row_security);
+    }
+    if let Some(index) = row_ttl_index {
+        crate::api::drop_index(&schema, index);
     }
 }

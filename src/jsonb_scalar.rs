@@ -50,6 +50,24 @@ impl JsonbRef {
         // SAFETY: the pointer is a detoasted jsonb datum valid for this call.
         unsafe { container_time(&raw mut (*self.0).root, reading) }
     }
+
+    /// The number this value is, as PostgreSQL prints it, when it is a number (scalar).
+    pub fn number_text(&self) -> Option<String> {
+        // SAFETY: as above.
+        unsafe {
+            let container = &raw mut (*self.0).root;
+            if header_flags((*container).header) & pg_sys::JB_FSCALAR == 0 {
+                return None;
+            }
+            let mut value = std::mem::MaybeUninit::<pg_sys::JsonbValue>::uninit();
+            if !pg_sys::JsonbExtractScalar(container, value.as_mut_ptr())
+                || (*value.as_ptr()).type_ != pg_sys::jbvType::jbvNumeric
+            {
+                return None;
+            }
+            numeric_text((*value.as_ptr()).val.numeric)
+        }
+    }
 }
 
 unsafe extern "C-unwind" {
@@ -182,6 +200,21 @@ unsafe fn numeric_time(numeric: pg_sys::Numeric, unit: NumericUnit) -> Option<i6
         .to_str()
         .ok()
         .and_then(|t| parse::parse_unix_number(t, unit));
+    unsafe { pg_sys::pfree(text.cast()) };
+    result
+}
+
+/// A numeric as PostgreSQL prints it (`numeric_normalize`), `None` for NaN.
+unsafe fn numeric_text(numeric: pg_sys::Numeric) -> Option<String> {
+    let numeric = unsafe { pg_sys::pg_detoast_datum(numeric.cast()) } as pg_sys::Numeric;
+    if unsafe { pg_sys::numeric_is_nan(numeric) } {
+        return None;
+    }
+    let text = unsafe { pg_sys::numeric_normalize(numeric) };
+    let result = unsafe { CStr::from_ptr(text) }
+        .to_str()
+        .ok()
+        .map(str::to_string);
     unsafe { pg_sys::pfree(text.cast()) };
     result
 }

@@ -44,6 +44,7 @@ pub mod owner;
 pub mod planner;
 pub mod preview;
 pub mod registry;
+pub mod row_ttl;
 pub mod stats;
 pub mod touch;
 pub mod txn;

@@ -8,7 +8,7 @@
 //! partitioned table is read whole.
 
 use crate::api::required;
-use crate::catalog::{self, Scope};
+use crate::catalog::{self, Part, Scope};
 use crate::error::raise;
 use crate::planner::MARKER;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
@@ -50,15 +50,29 @@ fn ttl_expire_preview(
             "Create one with ttl_index_create().",
         )
     };
-    let reference = index.reference(&ext).unwrap_or_else(|e| error!("{e}"));
-    let filter = index
-        .filter_sql
-        .as_ref()
-        .map_or(String::new(), |filter| format!(" AND {filter}"));
+    let reference = index.base_reference(&ext).unwrap_or_else(|e| error!("{e}"));
+    // each part of a TTL index with a per-row TTL field (see crate::row_ttl), or the whole;
+    // the part with a TTL of its own is keyed on its expiry, with no expire_after
+    let parts = match index.row_ttl {
+        Some(_) => index.clone().parts(),
+        None => vec![index.clone()],
+    };
+    let expired = parts
+        .iter()
+        .map(|part| {
+            let key = part.reference(&ext).unwrap_or_else(|e| error!("{e}"));
+            let cutoff = match part.part {
+                Part::OwnTtl => "$1",
+                _ => "($1 OPERATOR(pg_catalog.-) $2)",
+            };
+            format!("({})", part.before(&ext, &key, cutoff))
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ");
     // the table itself, partitions included: the TTL index of a partitioned table covers them
     let sql = format!(
         "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
-         FROM {} WHERE {reference} OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2){filter}",
+         FROM {} WHERE {expired}",
         index.qualified_table
     );
     let expire_after: Interval = index.expire_after;

@@ -6,10 +6,12 @@
 //! - [`path`]: resolving a TTL index's path to a column and JSON keys.
 //! - [`batch_size`]: how many rows the worker's next batch asks for.
 //! - [`purge`]: batch after batch, whether the purge of one table goes on, and how.
+//! - [`row_ttl`]: what a per-row TTL field means, and when such a row expires.
 //! - [`touch`]: the time a write leaves in a document for `touch => true`.
 
 pub mod batch_size;
 pub mod parse;
 pub mod path;
 pub mod purge;
+pub mod row_ttl;
 pub mod touch;

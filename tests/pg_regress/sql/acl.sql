@@ -14,8 +14,9 @@ WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'jsonb_ttl')
 ORDER BY p.oid::regprocedure::text;
 
--- The functions without a SET search_path: only the parsers that key indexes, which run no SQL
--- and resolve no names (a SET clause would cost a GUC nest level per row on every insert).
+-- The functions without a SET search_path: only the parsers and helpers that key indexes, and
+-- the touch trigger, which run no SQL and resolve no names (a SET clause would cost a GUC nest
+-- level per row on every insert).
 SELECT p.oid::regprocedure AS unpinned
 FROM pg_depend d
 JOIN pg_proc p ON p.oid = d.objid
