@@ -641,7 +641,8 @@ impl Frame {
     }
 
     /// The steps of one batch of `index` inside its transaction: expire_after read again (so
-    /// ttl_index_alter and ttl_index_drop take effect mid-pass); the table locked within
+    /// ttl_index_alter and ttl_index_drop take effect mid-pass; 0 for the rows with a TTL of
+    /// their own, see [`crate::row_ttl`]); the table locked within
     /// `jsonb_ttl.lock_timeout`, then its current names and owner read (an ALTER TABLE … OWNER
     /// TO or a rename since the pass began shows at once); every deferrable check made
     /// immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
@@ -670,6 +671,11 @@ impl Frame {
                 .get_one::<pgrx::datum::Interval>()
         })
         .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
+        // the rows with a TTL of their own are keyed on their expiry: no expire_after
+        let expire_after = match index.part {
+            catalog::Part::OwnTtl => pgrx::datum::Interval::from_micros(0),
+            _ => expire_after,
+        };
         deleter::with_settings(&settings, || {
             // The DELETE's own lock, taken first (within lock_timeout).
             unsafe {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The options of ttl_index_create with the worker running:
 # - filter: only matching rows expire, read as the owner, and no search_path redirects it;
+# - row_ttl_path: each row expires at its own time, or at expire_after, or never;
 # - touch: a row written lately stays, an idle one goes;
 # - hide_expired: readers stop seeing a row when it expires, before the worker can delete it;
 # - build => false: writes keep flowing while a 1M-row table's TTL index is built
@@ -63,6 +64,27 @@ done
 expect_eq "after 4 s the idle session is gone, the active one stays" "active" \
   "$(q app -c "SELECT string_agg(doc->>'user', ',') FROM sessions")"
 eventually_eq "once idle for 2 s the active one goes too" 10 0 app "SELECT count(*) FROM sessions"
+
+echo "row_ttl_path"
+q app <<'SQL'
+SET ROLE tenant;
+CREATE TABLE items (id int PRIMARY KEY, doc jsonb);
+SELECT FROM ttl_index_create('items', 'ts', interval '3 seconds', row_ttl_path => 'ttl');
+INSERT INTO items VALUES
+  (1, jsonb_build_object('ts', now(), 'ttl', 1)),     -- its own second
+  (2, jsonb_build_object('ts', now())),               -- expire_after: 3 s
+  (3, jsonb_build_object('ts', now(), 'ttl', -1)),    -- never
+  (4, jsonb_build_object('ts', now(), 'ttl', 3600));  -- its own hour
+SQL
+start=$(now_ms)
+left="SELECT string_agg(id::text, ',' ORDER BY id) FROM items"
+eventually_eq "the row with a TTL of 1 s goes first" 5 "2,3,4" app "$left"
+first=$(($(now_ms) - start))
+eventually_eq "then the row that falls back to expire_after (3 s)" 8 "3,4" app "$left"
+expect_eq "in that order, the first after about 1 s" t "$([ $first -lt 2500 ] && echo t || echo "f: $first ms")"
+sleep 1
+expect_eq "the row with -1 and the one with an hour stay; ttl_stats counts both parts" "3,4 2" \
+  "$(q app -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM items") $(q app -c "SELECT rows_deleted FROM ttl_stats WHERE table_name = 'items'::regclass")"
 
 echo "hide_expired"
 q app <<'SQL'
