@@ -21,7 +21,8 @@ CREATE TABLE ttl_index (
     row_ttl_path text,                   -- per-row TTL: the field of seconds, as given; NULL: none
     row_ttl_column name,
     row_ttl_json_path text[],
-    row_ttl_index_name name              -- the index over the rows with a TTL of their own
+    row_ttl_index_name name,             -- the index over the rows with a TTL of their own
+    drop_partitions text CHECK (drop_partitions IN ('drop', 'detach')) -- expired partitions go whole
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -41,7 +42,8 @@ CREATE TYPE ttl_index_info AS (
     touch            boolean,
     build_sql        text[],      -- build => false: the statements still to run; NULL once built
     hide_expired     boolean,
-    row_ttl_path     text
+    row_ttl_path     text,
+    drop_partitions  text
 );
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf

@@ -316,12 +316,14 @@ ALTER TABLE @extschema@.ttl_index ADD COLUMN filter       text,
     ADD COLUMN row_ttl_path text,
     ADD COLUMN row_ttl_column name,
     ADD COLUMN row_ttl_json_path text[],
-    ADD COLUMN row_ttl_index_name name;
+    ADD COLUMN row_ttl_index_name name,
+    ADD COLUMN drop_partitions text CHECK (drop_partitions IN ('drop', 'detach'));
 ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE filter           text,
     ADD ATTRIBUTE touch            boolean,
     ADD ATTRIBUTE build_sql        text[],
     ADD ATTRIBUTE hide_expired     boolean,
-    ADD ATTRIBUTE row_ttl_path     text;
+    ADD ATTRIBUTE row_ttl_path     text,
+    ADD ATTRIBUTE drop_partitions  text;
 CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"tbl" oid, /* Option < Oid > */
 	"path" TEXT, /* Option < & str > */
@@ -332,7 +334,8 @@ CREATE FUNCTION @extschema@."_ttl_index_create"(
 	"touch" bool, /* Option < bool > */
 	"build" bool, /* Option < bool > */
 	"hide_expired" bool, /* Option < bool > */
-	"row_ttl_path" TEXT /* Option < & str > */
+	"row_ttl_path" TEXT, /* Option < & str > */
+	"drop_partitions" TEXT /* Option < & str > */
 ) RETURNS bool /* bool */
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
@@ -354,6 +357,14 @@ VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_set_hide_expired_wrapper';
+CREATE FUNCTION @extschema@."_ttl_index_set_drop_partitions"(
+	"tbl" oid, /* Option < Oid > */
+	"mode" TEXT /* Option < & str > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_drop_partitions_wrapper';
 CREATE FUNCTION @extschema@."_ttl_touch_refresh"(
 	"tbl" oid /* Oid */
 ) RETURNS void
@@ -411,7 +422,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path
+           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
+           t.drop_partitions
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
 
@@ -423,7 +435,7 @@ CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_aft
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -431,41 +443,43 @@ AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
                                                      filter, touch, build, hide_expired,
-                                                     row_ttl_path);
+                                                     row_ttl_path, drop_partitions);
 BEGIN
     RETURN @extschema@._ttl_index_info(tbl, created);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
                                         time_zone, filter, touch, build, hide_expired,
-                                        row_ttl_path)
+                                        row_ttl_path, drop_partitions)
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
                                 time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
-                                hide_expired boolean DEFAULT NULL)
+                                hide_expired boolean DEFAULT NULL, drop_partitions text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL THEN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
+       AND drop_partitions IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone, touch, hide_expired or several.';
+            USING ERRCODE = '22023',
+                  HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
@@ -479,11 +493,14 @@ BEGIN
     IF hide_expired IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_set_hide_expired(tbl, hide_expired);
     END IF;
+    IF drop_partitions IS NOT NULL THEN
+        PERFORM @extschema@._ttl_index_set_drop_partitions(tbl, drop_partitions);
+    END IF;
     RETURN @extschema@._ttl_index_info(tbl, false);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean, boolean) IS
-  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), touch (creates or drops its trigger) and hide_expired (creates or drops its policies).';
+COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean, boolean, text) IS
+  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), touch (creates or drops its trigger), hide_expired (creates or drops its policies) and drop_partitions (drop, detach or off).';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info
@@ -605,7 +622,8 @@ SELECT t.table_oid                          AS table_name,
        t.filter,
        t.touch,
        t.hide_expired,
-       t.row_ttl_path
+       t.row_ttl_path,
+       t.drop_partitions
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
 LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;

@@ -8,7 +8,7 @@ use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
 use crate::path::{self, ColumnKind, PathErrorKind};
-use crate::{build, deleter, filter, gucs, hide, owner, touch};
+use crate::{build, deleter, filter, gucs, hide, owner, partitions, touch};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -266,6 +266,62 @@ pub(crate) fn index_specs(
         .collect()
 }
 
+/// Checks that the TTL index of `table` on `reference` can drop whole partitions (see
+/// [`partitions`]), or raises.
+fn check_drop_partitions(
+    table: &Table,
+    reference: &str,
+    resolved: &crate::path::Resolved,
+    filtered: bool,
+    row_ttl: bool,
+) {
+    if filtered || row_ttl {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "drop_partitions does not go with a filter or a per-row TTL field",
+            "An expired partition may hold rows the filter or their own TTL keep: it cannot be \
+             dropped whole. Leave drop_partitions out to delete rows one by one.",
+        );
+    }
+    partitions::check_partitioning(
+        table.oid,
+        &table.name,
+        reference,
+        resolved.kind,
+        &resolved.column,
+    );
+}
+
+/// Turns dropping whole partitions on ('drop', 'detach') or off ('off'; see [`partitions`]).
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_drop_partitions")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_drop_partitions(tbl: Option<Oid>, mode: Option<&str>) {
+    let table = owned_table(tbl);
+    let mode = partitions::Mode::from_arg(required(mode, "drop_partitions"));
+    let ext = catalog::extension_schema();
+    let Some(current) = existing(&ext, &table) else {
+        no_ttl_index(&table);
+    };
+    if mode.is_some() {
+        let reference = current
+            .base_reference(&ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(
+            &table,
+            &reference,
+            &current.resolved,
+            current.filter_sql.is_some(),
+            current.row_ttl.is_some(),
+        );
+    }
+    set_column(
+        &ext,
+        &table,
+        "drop_partitions",
+        mode.map(partitions::Mode::name).into(),
+    );
+}
+
 /// The field `path` of a per-row TTL, resolved like a TTL index's path; it must hold a number.
 fn row_ttl_field(table: &Table, path: &str) -> crate::path::Resolved {
     let resolved = path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {
@@ -380,6 +436,7 @@ fn ttl_index_create_in_zone(
         None,
         None,
         None,
+        None,
     )
 }
 
@@ -397,6 +454,7 @@ fn ttl_index_create_with_options(
     build: Option<bool>,
     hide_expired: Option<bool>,
     row_ttl_path: Option<&str>,
+    drop_partitions: Option<&str>,
 ) -> bool {
     let table = owned_table(tbl);
     let touch = touch.unwrap_or(false);
@@ -416,6 +474,7 @@ fn ttl_index_create_with_options(
     });
     let filter = filter.map(|text| filter::analyze(table.oid, text));
     let row_ttl = row_ttl_path.map(|text| (text, row_ttl_field(&table, text)));
+    let drop_partitions = drop_partitions.and_then(partitions::Mode::from_arg);
     let ext = catalog::extension_schema();
     let zoned_catalog = catalog::has_time_zone(&ext);
     let zone = match zoned_catalog {
@@ -431,7 +490,8 @@ fn ttl_index_create_with_options(
             && current.filter_sql == filter.as_ref().map(|f| f.sql.clone())
             && current.touch == touch
             && current.hide_expired == hide_expired
-            && current.row_ttl.as_ref().map(|r| &r.resolved) == row_ttl.as_ref().map(|r| &r.1);
+            && current.row_ttl.as_ref().map(|r| &r.resolved) == row_ttl.as_ref().map(|r| &r.1)
+            && current.drop_partitions == drop_partitions;
         if same {
             return false;
         }
@@ -450,6 +510,11 @@ fn ttl_index_create_with_options(
         );
     }
 
+    if drop_partitions.is_some() {
+        let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(&table, &reference, &resolved, filter.is_some(), row_ttl.is_some());
+    }
     let index_name = choose_index_name(&table, "_ttl_idx", &[]);
     let row_ttl_index_name = row_ttl
         .as_ref()
@@ -484,6 +549,9 @@ fn ttl_index_create_with_options(
         columns.push(("row_ttl_column", field.column.clone().into()));
         columns.push(("row_ttl_json_path", field.json_path.clone().into()));
         columns.push(("row_ttl_index_name", row_index.clone().into()));
+    }
+    if let Some(mode) = drop_partitions {
+        columns.push(("drop_partitions", mode.name().into()));
     }
     let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
     let values: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();

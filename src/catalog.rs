@@ -56,6 +56,8 @@ pub struct TtlIndex {
     pub row_ttl: Option<RowTtl>,
     /// Which rows of the table this target purges.
     pub part: Part,
+    /// Expired partitions are dropped or detached whole (see [`crate::partitions`]).
+    pub drop_partitions: Option<crate::partitions::Mode>,
 }
 
 /// A per-row TTL field: where it is, and the index over the rows that have one.
@@ -443,7 +445,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                  WHERE ra.attrelid OPERATOR(pg_catalog.=) c.oid AND NOT ra.attisdropped \
                    AND ra.attname::pg_catalog.text OPERATOR(pg_catalog.=) \
                        (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text)), \
-                {row_ready} \
+                {row_ready}, \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text \
          FROM {ext_schema}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -509,6 +512,11 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                         index_ready: row.get::<bool>(29).ok().flatten().unwrap_or(false),
                     }),
                     part: Part::Whole,
+                    drop_partitions: row
+                        .get::<String>(30)
+                        .ok()
+                        .flatten()
+                        .and_then(|mode| crate::partitions::Mode::from_name(&mode)),
                 }
             })
             .flat_map(|index| match scope {

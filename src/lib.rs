@@ -41,6 +41,7 @@ pub mod hooks;
 pub mod jsonb_scalar;
 pub mod launcher;
 pub mod owner;
+pub mod partitions;
 pub mod planner;
 pub mod preview;
 pub mod registry;

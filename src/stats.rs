@@ -94,6 +94,12 @@ pub fn record_batch(table: pg_sys::Oid, rows_deleted: u64) {
     update_entry(table, |entry| entry.rows_deleted += rows_deleted);
 }
 
+/// Counts the rows of the partitions the worker dropped or detached (the planner's estimate:
+/// they are not counted one by one) in the server totals.
+pub fn record_dropped(rows: u64) {
+    TOTAL_ROWS.get().fetch_add(rows, Ordering::Relaxed);
+}
+
 /// Records the end of one visit of the worker to one TTL index of the current database (its
 /// rows were counted batch by batch).
 pub fn record_run(run: &Run) {

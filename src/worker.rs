@@ -12,7 +12,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deleter::{Batch, Outcome, Purge};
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{batch_size, brake, budget, deleter, gucs, owner, registry, stats};
+use crate::{batch_size, brake, budget, deleter, gucs, owner, partitions, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -268,6 +268,7 @@ impl Worker {
         self.waiting_for_restore = false;
         self.paused_roots.clear();
         let started = Instant::now();
+        let indexes = self.drop_expired_partitions(ext, indexes);
         self.undeletable
             .retain(|table| indexes.iter().any(|i| i.table == table));
         self.frame.begin_pass(ext);
@@ -309,6 +310,38 @@ impl Worker {
         self.next_start = self.next_start.wrapping_add(1) % count.max(1);
         registry::set_next_start(unsafe { pg_sys::MyDatabaseId }, self.next_start);
         stats::record_pass(pass_limited, started.elapsed());
+    }
+
+    /// Drops (or detaches) the expired partitions of the TTL indexes with `drop_partitions`
+    /// (see [`partitions`]), before any row of theirs is probed or deleted; returns the targets
+    /// left.
+    fn drop_expired_partitions(&mut self, ext: &str, mut indexes: Vec<TtlIndex>) -> Vec<TtlIndex> {
+        let mut roots = std::collections::HashSet::new();
+        let owners: Vec<(TtlIndex, partitions::Mode)> = indexes
+            .iter()
+            .filter(|index| !index.paused && roots.insert(index.root))
+            .filter_map(|index| Some((index.clone(), index.drop_partitions?)))
+            .collect();
+        for (index, mode) in owners {
+            handle_signals();
+            let visited = partitions::visit(ext, &index, mode);
+            if visited.paused {
+                self.paused_roots.insert(index.root);
+            }
+            stats::record_dropped(visited.rows as u64);
+            // the leaves that went with them (a dropped partition may have partitions)
+            indexes.retain(|target| {
+                !visited.gone.contains(&target.table)
+                    && (visited.gone.is_empty()
+                        || in_transaction(|| unsafe {
+                            !pg_sys::get_rel_name(target.table).is_null()
+                                && (target.table == target.root
+                                    || catalog::is_partition_of(target.table, target.root))
+                        })
+                        .unwrap_or(false))
+            });
+        }
+        indexes
     }
 
     /// Which of `indexes` have an expired row now, probed in one transaction through their TTL

@@ -1,0 +1,286 @@
+//! Dropping whole partitions (pg_partman / TimescaleDB retention, ClickHouse
+//! `ttl_only_drop_parts`): `ttl_index_create(…, drop_partitions => 'drop' | 'detach')` on a
+//! table range-partitioned by exactly the TTL index's reference time.
+//!
+//! A partition whose upper bound plus `expire_after` has passed holds only expired rows (its
+//! rows' reference times are below the bound, and a NULL one goes to the default partition), so
+//! the worker drops it (or detaches it, to archive it) instead of deleting its rows one by one.
+//! Row deletes go on for the other partitions. The default partition, and one bounded by
+//! MAXVALUE, are never dropped. A filter or a per-row TTL field would keep some rows of an
+//! expired partition alive, so neither goes with this option.
+//!
+//! DROP and DETACH take an ACCESS EXCLUSIVE lock on the parent (and `DETACH … CONCURRENTLY`
+//! cannot run from SPI, in a transaction block): the worker asks for both locks without waiting
+//! (`ConditionalLockRelationOid`), so no query ever queues behind its request; when either is
+//! taken it tries again at the next pass. It runs the statement as the parent's owner, like
+//! every statement on a user's table. The safety brake applies: a pass that would drop more than
+//! `jsonb_ttl.max_table_fraction` of the table's rows pauses the TTL index instead.
+
+use crate::catalog::TtlIndex;
+use crate::error::raise;
+use crate::filter;
+use crate::path::ColumnKind;
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+use pgrx::PgSqlErrorCode;
+
+/// What to do with an expired partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Drop,
+    Detach,
+}
+
+impl Mode {
+    /// `drop_partitions` as given: `'drop'` (or `'true'`, `'on'`), `'detach'`, or `'off'` (or
+    /// `'false'`, `'none'`: rows are deleted one by one, the default).
+    pub fn from_arg(arg: &str) -> Option<Mode> {
+        match arg.trim().to_ascii_lowercase().as_str() {
+            "drop" | "true" | "on" | "yes" => Some(Mode::Drop),
+            "detach" => Some(Mode::Detach),
+            "off" | "false" | "no" | "none" => None,
+            _ => raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("drop_partitions must be 'drop', 'detach' or 'off', not {arg:?}"),
+                "'drop' drops an expired partition, 'detach' detaches it (to archive it), 'off' \
+                 deletes rows one by one.",
+            ),
+        }
+    }
+
+    /// As the catalog stores it.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        match name {
+            "drop" => Some(Mode::Drop),
+            "detach" => Some(Mode::Detach),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Drop => "drop",
+            Mode::Detach => "detach",
+        }
+    }
+}
+
+/// Checks that `table` is range-partitioned by exactly `reference` (the TTL index's reference
+/// time, of a column of `kind` named `column`), or raises.
+pub fn check_partitioning(table: Oid, name: &str, reference: &str, kind: ColumnKind, column: &str) {
+    let key = Spi::get_three_with_args::<String, i16, String>(
+        "SELECT p.partstrat::pg_catalog.text, p.partnatts, \
+                CASE WHEN p.partattrs[0] OPERATOR(pg_catalog.<>) 0 \
+                     THEN (SELECT a.attname::pg_catalog.text FROM pg_catalog.pg_attribute a \
+                           WHERE a.attrelid OPERATOR(pg_catalog.=) p.partrelid \
+                             AND a.attnum OPERATOR(pg_catalog.=) p.partattrs[0]) \
+                     ELSE pg_catalog.pg_get_expr(p.partexprs, p.partrelid) END \
+         FROM pg_catalog.pg_partitioned_table p WHERE p.partrelid OPERATOR(pg_catalog.=) $1",
+        &[table.into()],
+    )
+    .ok();
+    let refuse = |why: String| -> ! {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("drop_partitions needs {name} range-partitioned by its reference time: {why}"),
+            format!(
+                "Partition it BY RANGE ({}), or leave drop_partitions out to delete rows one by one.",
+                match kind {
+                    ColumnKind::Timestamptz => quote_identifier(column),
+                    _ => format!("({})", filter::canonical(table, reference, false)),
+                }
+            ),
+        )
+    };
+    let Some((Some(strategy), Some(keys), Some(key))) = key else {
+        refuse("it is not partitioned".into());
+    };
+    if strategy != "r" || keys != 1 {
+        refuse("its partition key is not one range".into());
+    }
+    let same = match kind {
+        ColumnKind::Timestamptz => key == column,
+        _ => key == filter::canonical(table, reference, false),
+    };
+    if !same {
+        refuse(format!("it is partitioned by {key}"));
+    }
+}
+
+/// A partition of a TTL table whose rows have all expired.
+pub struct Expired {
+    pub oid: Oid,
+    /// `schema.name`, quoted.
+    pub qualified: String,
+    /// About how many rows it holds (the planner's estimate).
+    pub rows: f64,
+}
+
+/// The direct partitions of `root` whose upper bound is at or before `now() - expire_after`,
+/// oldest first; and about how many rows the whole table has. Reads catalogs only.
+pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
+    let partitions = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT c.oid, pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
+                          OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
+                          pg_catalog.quote_ident(c.relname::pg_catalog.text), \
+                        (SELECT pg_catalog.sum(GREATEST(t.reltuples, 0))::pg_catalog.float8 \
+                         FROM pg_catalog.pg_partition_tree(c.oid) p \
+                         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid), \
+                        b.upper \
+                 FROM pg_catalog.pg_inherits i \
+                 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid \
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                 CROSS JOIN LATERAL (SELECT pg_catalog.substring( \
+                     pg_catalog.pg_get_expr(c.relpartbound, c.oid), \
+                     ' TO \\(''([^'']*)''\\)$'::pg_catalog.text)::pg_catalog.timestamptz AS upper) b \
+                 WHERE i.inhparent OPERATOR(pg_catalog.=) $1 AND c.relispartition \
+                   AND b.upper OPERATOR(pg_catalog.<=) \
+                       (pg_catalog.now() OPERATOR(pg_catalog.-) $2::pg_catalog.interval) \
+                 ORDER BY b.upper",
+                None,
+                &[index.root.into(), index.expire_after.into()],
+            )
+            .map(|rows| {
+                rows.map(|row| Expired {
+                    oid: row.get::<Oid>(1).ok().flatten().unwrap_or_default(),
+                    qualified: row.get::<String>(2).ok().flatten().unwrap_or_default(),
+                    rows: row.get::<f64>(3).ok().flatten().unwrap_or(0.0),
+                })
+                .collect::<Vec<_>>()
+            })
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot list the partitions: {e}"));
+    let total = Spi::get_one_with_args::<f64>(
+        "SELECT pg_catalog.sum(GREATEST(t.reltuples, 0))::pg_catalog.float8 \
+         FROM pg_catalog.pg_partition_tree($1) p \
+         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid",
+        &[index.root.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(0.0);
+    (partitions, total)
+}
+
+/// Takes the locks a DROP or DETACH of `partition` needs, on `root` and on it, only if no one
+/// holds a conflicting one now: never queued, never making others queue.
+pub fn try_lock(root: Oid, partition: Oid) -> bool {
+    let mode = pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE;
+    unsafe {
+        pg_sys::ConditionalLockRelationOid(root, mode)
+            && pg_sys::ConditionalLockRelationOid(partition, mode)
+    }
+}
+
+/// The statement that drops or detaches `partition` of `root_qualified`.
+pub fn statement(mode: Mode, root_qualified: &str, partition: &Expired) -> String {
+    match mode {
+        Mode::Drop => format!("DROP TABLE {}", partition.qualified),
+        Mode::Detach => format!(
+            "ALTER TABLE {root_qualified} DETACH PARTITION {}",
+            partition.qualified
+        ),
+    }
+}
+
+/// What a visit of [`visit`] did.
+#[derive(Default)]
+pub struct Visited {
+    /// The partitions dropped or detached.
+    pub gone: Vec<Oid>,
+    /// About how many rows went with them.
+    pub rows: f64,
+    /// The brake paused the TTL index instead.
+    pub paused: bool,
+}
+
+/// Drops (or detaches) the expired partitions of the TTL index `index` (any target of it), each
+/// in a transaction of its own, as the parent's owner; partitions whose locks are taken are
+/// left for the next pass. The brake is checked first, on the estimated rows.
+pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
+    let mut visited = Visited::default();
+    let listed = crate::txn::in_transaction(|| {
+        let (expired, total) = expired(index);
+        let root = Spi::get_one_with_args::<String>(
+            "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
+                    OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) \
+             FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+             WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            &[index.root.into()],
+        )
+        .ok()
+        .flatten();
+        (expired, total, root)
+    });
+    let (expired, total, Some(root)) = (match listed {
+        Ok(listed) => listed,
+        Err(e) => {
+            log!("jsonb_ttl: cannot list the expired partitions: {}", e.message);
+            return visited;
+        }
+    }) else {
+        return visited;
+    };
+    if expired.is_empty() {
+        return visited;
+    }
+    let rows: f64 = expired.iter().map(|p| p.rows).sum();
+    let fraction = crate::gucs::MAX_TABLE_FRACTION.get();
+    let limit = crate::brake::limit(total, fraction, crate::gucs::BRAKE_MIN_ROWS.get() as i64);
+    if !index.brake_released && limit.is_some_and(|limit| rows > limit as f64) {
+        let reason = format!(
+            "paused by the safety brake: {} expired partitions of {root} hold about {rows:.0} of \
+             about {total:.0} rows (jsonb_ttl.max_table_fraction = {fraction}); check expire_after \
+             and the clock, then SELECT ttl_index_resume('{}')",
+            expired.len(),
+            root.replace('\'', "''")
+        );
+        let paused = crate::txn::in_transaction(|| {
+            crate::brake::pause(ext_schema, index.root, &reason);
+        });
+        if paused.is_ok() {
+            log!("jsonb_ttl: {reason}");
+            visited.paused = true;
+        }
+        return visited;
+    }
+    for partition in &expired {
+        let sql = statement(mode, &root, partition);
+        let done = crate::txn::in_transaction(|| {
+            if !try_lock(index.root, partition.oid) {
+                return false;
+            }
+            let Some(owner) = crate::owner::table_owner(index.root) else {
+                return false;
+            };
+            crate::owner::as_table_owner(owner, &[], || {
+                Spi::run(&sql).unwrap_or_else(|e| error!("{sql}: {e}"))
+            });
+            true
+        });
+        match done {
+            Ok(true) => {
+                log!(
+                    "jsonb_ttl: {} partition {} of {root}: about {:.0} expired rows",
+                    match mode {
+                        Mode::Drop => "dropped",
+                        Mode::Detach => "detached",
+                    },
+                    partition.qualified,
+                    partition.rows
+                );
+                visited.gone.push(partition.oid);
+                visited.rows += partition.rows;
+            }
+            Ok(false) => {
+                debug1!("jsonb_ttl: {} is busy: tried again at the next pass", partition.qualified)
+            }
+            Err(e) => log!("jsonb_ttl: cannot {} {}: {}", mode.name(), partition.qualified, e.message),
+        }
+    }
+    visited
+}
