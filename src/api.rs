@@ -513,7 +513,13 @@ fn ttl_index_create_with_options(
     if drop_partitions.is_some() {
         let reference = catalog::reference_expr(&ext, &resolved, unit, zone.as_deref())
             .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
-        check_drop_partitions(&table, &reference, &resolved, filter.is_some(), row_ttl.is_some());
+        check_drop_partitions(
+            &table,
+            &reference,
+            &resolved,
+            filter.is_some(),
+            row_ttl.is_some(),
+        );
     }
     let index_name = choose_index_name(&table, "_ttl_idx", &[]);
     let row_ttl_index_name = row_ttl

@@ -118,7 +118,8 @@ pub struct Expired {
 }
 
 /// The direct partitions of `root` whose upper bound is at or before `now() - expire_after`,
-/// oldest first; and about how many rows the whole table has. Reads catalogs only.
+/// oldest first; and about how many rows the whole table has (its leaves': a partitioned
+/// table's own `reltuples` sums its partitions' once analyzed). Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
     let partitions = Spi::connect(|client| {
         client
@@ -128,7 +129,8 @@ pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
                           pg_catalog.quote_ident(c.relname::pg_catalog.text), \
                         (SELECT pg_catalog.sum(GREATEST(t.reltuples, 0))::pg_catalog.float8 \
                          FROM pg_catalog.pg_partition_tree(c.oid) p \
-                         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid), \
+                         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
+                         WHERE p.isleaf), \
                         b.upper \
                  FROM pg_catalog.pg_inherits i \
                  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid \
@@ -156,7 +158,8 @@ pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
     let total = Spi::get_one_with_args::<f64>(
         "SELECT pg_catalog.sum(GREATEST(t.reltuples, 0))::pg_catalog.float8 \
          FROM pg_catalog.pg_partition_tree($1) p \
-         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid",
+         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
+         WHERE p.isleaf",
         &[index.root.into()],
     )
     .ok()
@@ -219,7 +222,10 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
     let (expired, total, Some(root)) = (match listed {
         Ok(listed) => listed,
         Err(e) => {
-            log!("jsonb_ttl: cannot list the expired partitions: {}", e.message);
+            log!(
+                "jsonb_ttl: cannot list the expired partitions: {}",
+                e.message
+            );
             return visited;
         }
     }) else {
@@ -277,9 +283,17 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
                 visited.rows += partition.rows;
             }
             Ok(false) => {
-                debug1!("jsonb_ttl: {} is busy: tried again at the next pass", partition.qualified)
+                debug1!(
+                    "jsonb_ttl: {} is busy: tried again at the next pass",
+                    partition.qualified
+                )
             }
-            Err(e) => log!("jsonb_ttl: cannot {} {}: {}", mode.name(), partition.qualified, e.message),
+            Err(e) => log!(
+                "jsonb_ttl: cannot {} {}: {}",
+                mode.name(),
+                partition.qualified,
+                e.message
+            ),
         }
     }
     visited
