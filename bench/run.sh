@@ -5,7 +5,8 @@
 #   bench/run.sh [--scale F] [--repeat K] [--only CASE,...]
 #     --scale F   multiplies every data size (default 1: 1M rows, ~10 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
-#     --only      a comma-separated subset of: parser,purge,insert,lag,impact,growth,idle,batch
+#     --only      a comma-separated subset of: parser,purge,insert,options,partitions,lag,impact,
+#                 growth,idle,batch
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +15,7 @@ NAME=bench
 PORT=${BENCH_PORT:-28817}
 SCALE=1
 REPEAT=5
-ONLY=parser,purge,insert,lag,impact,growth,idle,batch
+ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,batch
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -213,6 +214,57 @@ SQL
   result "  TTL on a json column (tps)" "${json%.*}" "${base2%.*}" "$(ratio "$json" "$base2")" "(information)"
   result "  TTL on a text column (tps)" "${text%.*}" "${base2%.*}" "$(ratio "$text" "$base2")" "(information)"
   db -c "DROP TABLE ins_ttl, ins_base, ins_json, ins_text"
+fi
+
+# Case 3b: insert overhead of the options that work on every write: touch (a BEFORE trigger
+# rewrites the document) and a per-row TTL field (a second partial index; half the documents
+# carry a ttl), against the plain TTL index, with the same documents.
+if wanted options; then
+  db <<'SQL'
+CREATE TABLE opt_plain (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+SELECT FROM ttl_index_create('opt_plain', 'creationDate', interval '1 hour');
+CREATE TABLE opt_touch (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+SELECT FROM ttl_index_create('opt_touch', 'creationDate', interval '1 hour', touch => true);
+CREATE TABLE opt_row (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+SELECT FROM ttl_index_create('opt_row', 'creationDate', interval '1 hour', row_ttl_path => 'ttl');
+SQL
+  for t in plain touch row; do
+    cat >"$ROOT/build/bench-opt-$t.sql" <<SQL
+\set uid random(1, 1000)
+INSERT INTO opt_$t (doc) VALUES (jsonb_build_object('creationDate', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'user', 'user-' || :uid, 'session', md5(:uid::text), 'payload', repeat('x', 60)) || CASE WHEN :uid % 2 = 0 THEN jsonb_build_object('ttl', :uid) ELSE '{}' END);
+SQL
+  done
+  otps() { pgbench -n -c 2 -j 2 -T "$(secs 15)" -f "$ROOT/build/bench-opt-$1.sql" bench 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p'; }
+  p1=$(otps plain); t1=$(otps touch); r1=$(otps row)
+  p2=$(otps plain); t2=$(otps touch); r2=$(otps row)
+  best() { printf '%s\n' "$@" | sort -g | tail -1; }
+  plain=$(best "$p1" "$p2"); touch=$(best "$t1" "$t2"); row=$(best "$r1" "$r2")
+  result "insert with touch => true (tps)" "${touch%.*}" "${plain%.*}" "$(ratio "$touch" "$plain")" "(information: vs the plain TTL index)"
+  result "insert with row_ttl_path (tps)" "${row%.*}" "${plain%.*}" "$(ratio "$row" "$plain")" "(information: vs the plain TTL index)"
+  db -c "DROP TABLE opt_plain, opt_touch, opt_row"
+fi
+
+# Case 3c: dropping whole partitions: the worker removes the same expired rows (5 day
+# partitions of 100k rows, beside a current one of 100k live rows) by dropping their
+# partitions (drop_partitions => 'drop'), against deleting them row by row (its default
+# batches), each timed from its first statement to its last (bench_clock: DELETE statements,
+# DROP TABLE commands).
+if wanted partitions; then
+  parts=5; per_part=$(rows 100000); live=$(rows 100000)
+  worker_settings
+  expired_left() { db -c "SELECT count(*) FROM (SELECT 1 FROM $1 WHERE created_at < now() - interval '1 day' LIMIT 1) t"; }
+  drained_ms() {
+    db -c "CALL bench_partitioned('$1', $parts, $per_part, $live, $2)" -c "CHECKPOINT"
+    set_guc jsonb_ttl.enabled on
+    until [ "$(expired_left "$1")" = 0 ]; do sleep 0.1; done
+    sleep 0.3
+    set_guc jsonb_ttl.enabled off
+    db -c "SELECT bench_span_ms()"
+    db -c "DROP TABLE $1"
+  }
+  dropped=$(drained_ms parted true | head -1)
+  deleted=$(drained_ms parted false | head -1)
+  result "remove $((parts * per_part)) expired rows: drop partitions vs delete rows (ms)" "$dropped" "$deleted" "$(ratio "$deleted" "$dropped")" ">= 20x faster than row deletes"
 fi
 
 # Case 4: expiry lag under a steady insert stream; rows expire 2 s after insert. The lag of a

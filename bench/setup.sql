@@ -89,3 +89,54 @@ BEGIN
     EXIT WHEN n = 0;
   END LOOP;
 END $$;
+
+-- Dropping whole partitions: a table range-partitioned by day on created_at, with `parts` old
+-- partitions of `per_part` rows each (expired under a 1-day TTL: a week and more old) and a
+-- current one of `live` rows; its TTL index on created_at (1 day), dropping partitions when
+-- `drop_them`. Each leaf has the drain clock (row deletes run per leaf).
+CREATE PROCEDURE bench_partitioned(name text, parts int, per_part bigint, live bigint, drop_them boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  day timestamptz := date_trunc('day', now()) - interval '7 days';
+  leaf text;
+BEGIN
+  EXECUTE format('DROP TABLE IF EXISTS %I', name);
+  EXECUTE format('CREATE TABLE %I (id bigserial, created_at timestamptz NOT NULL, doc jsonb NOT NULL) PARTITION BY RANGE (created_at)', name);
+  FOR i IN 1..parts LOOP
+    leaf := format('%s_old_%s', name, i);
+    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', leaf, name,
+                   day - i * interval '1 day', day - (i - 1) * interval '1 day');
+    EXECUTE format('INSERT INTO %I (created_at, doc) SELECT t, bench_doc(g, t) FROM generate_series(1, $1) g,
+                    LATERAL (SELECT %L::timestamptz + g * interval ''1 ms'') c(t)', leaf, day - i * interval '1 day')
+      USING per_part;
+  END LOOP;
+  leaf := name || '_current';
+  EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', leaf, name, day, 'infinity');
+  EXECUTE format('INSERT INTO %I (created_at, doc) SELECT now() + g * interval ''1 ms'', bench_doc(g, now()) FROM generate_series(1, $1) g', leaf)
+    USING live;
+  PERFORM ttl_index_create(name, 'created_at', interval '1 day',
+                           drop_partitions => CASE WHEN drop_them THEN 'drop' ELSE 'off' END);
+  FOR leaf IN SELECT relid::regclass::text FROM pg_partition_tree(name) WHERE isleaf LOOP
+    EXECUTE format('CREATE TRIGGER bench_clock AFTER DELETE ON %s FOR EACH STATEMENT EXECUTE FUNCTION bench_clock_tick()', leaf);
+  END LOOP;
+  DELETE FROM bench_clock;
+  EXECUTE format('ANALYZE %I', name);
+END $$;
+
+-- The drop clock: each DROP TABLE records its transaction's start (the first one's is kept) and
+-- its end, as the drain clock does for DELETE statements, under the name 'drops'.
+CREATE FUNCTION bench_drop_start() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.bench_clock VALUES ('drops', now(), clock_timestamp()) ON CONFLICT (tbl) DO NOTHING;
+END $$;
+CREATE FUNCTION bench_drop_end() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE public.bench_clock SET last_batch = clock_timestamp() WHERE tbl = 'drops';
+END $$;
+CREATE EVENT TRIGGER bench_drop_start ON ddl_command_start WHEN TAG IN ('DROP TABLE') EXECUTE FUNCTION bench_drop_start();
+CREATE EVENT TRIGGER bench_drop_end ON ddl_command_end WHEN TAG IN ('DROP TABLE') EXECUTE FUNCTION bench_drop_end();
+
+-- Milliseconds from the first batch (or drop) to the last, over every clock.
+CREATE FUNCTION bench_span_ms() RETURNS bigint LANGUAGE sql AS $$
+  SELECT round(extract(epoch FROM max(last_batch) - min(first_batch)) * 1000) FROM bench_clock
+$$;

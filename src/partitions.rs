@@ -178,15 +178,45 @@ pub fn try_lock(root: Oid, partition: Oid) -> bool {
     }
 }
 
-/// The statement that drops or detaches `partition` of `root_qualified`.
-pub fn statement(mode: Mode, root_qualified: &str, partition: &Expired) -> String {
-    match mode {
-        Mode::Drop => format!("DROP TABLE {}", partition.qualified),
-        Mode::Detach => format!(
-            "ALTER TABLE {root_qualified} DETACH PARTITION {}",
-            partition.qualified
-        ),
+/// Drops or detaches those of `partitions` of `index`'s table whose locks are free now, in the
+/// caller's transaction, as the table's owner: one DROP TABLE for all of them, or one DETACH
+/// each. Returns the partitions it dropped or detached.
+fn drop_locked<'a>(
+    index: &TtlIndex,
+    mode: Mode,
+    root: &str,
+    partitions: &'a [Expired],
+) -> Vec<&'a Expired> {
+    let locked: Vec<&Expired> = partitions
+        .iter()
+        .filter(|partition| try_lock(index.root, partition.oid))
+        .collect();
+    if locked.is_empty() {
+        return locked;
     }
+    let Some(owner) = crate::owner::table_owner(index.root) else {
+        return Vec::new();
+    };
+    let statements: Vec<String> = match mode {
+        Mode::Drop => vec![format!(
+            "DROP TABLE {}",
+            locked
+                .iter()
+                .map(|p| p.qualified.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )],
+        Mode::Detach => locked
+            .iter()
+            .map(|p| format!("ALTER TABLE {root} DETACH PARTITION {}", p.qualified))
+            .collect(),
+    };
+    crate::owner::as_table_owner(owner, &[], || {
+        for sql in &statements {
+            Spi::run(sql).unwrap_or_else(|e| error!("{e}"));
+        }
+    });
+    locked
 }
 
 /// What a visit of [`visit`] did.
@@ -254,47 +284,41 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
         }
         return visited;
     }
-    for partition in &expired {
-        let sql = statement(mode, &root, partition);
-        let done = crate::txn::in_transaction(|| {
-            if !try_lock(index.root, partition.oid) {
-                return false;
-            }
-            let Some(owner) = crate::owner::table_owner(index.root) else {
-                return false;
-            };
-            crate::owner::as_table_owner(owner, &[], || {
-                Spi::run(&sql).unwrap_or_else(|e| error!("{sql}: {e}"))
-            });
-            true
-        });
-        match done {
-            Ok(true) => {
-                log!(
-                    "jsonb_ttl: {} partition {} of {root}: about {:.0} expired rows",
-                    match mode {
-                        Mode::Drop => "dropped",
-                        Mode::Detach => "detached",
-                    },
-                    partition.qualified,
-                    partition.rows
-                );
-                visited.gone.push(partition.oid);
-                visited.rows += partition.rows;
-            }
-            Ok(false) => {
-                debug1!(
-                    "jsonb_ttl: {} is busy: tried again at the next pass",
-                    partition.qualified
-                )
-            }
-            Err(e) => log!(
-                "jsonb_ttl: cannot {} {}: {}",
-                mode.name(),
-                partition.qualified,
-                e.message
-            ),
+    // All in one transaction, one DROP TABLE for all of them, one commit; when that fails
+    // (a partition someone else owns…), one by one, so one partition cannot hold up the rest.
+    let together = crate::txn::in_transaction(|| drop_locked(index, mode, &root, &expired));
+    let gone: Vec<&Expired> = match together {
+        Ok(gone) => gone,
+        Err(e) if expired.len() == 1 => {
+            log!("jsonb_ttl: cannot {} {}: {}", mode.name(), expired[0].qualified, e.message);
+            Vec::new()
         }
+        Err(_) => expired
+            .iter()
+            .filter(|partition| {
+                let one = std::slice::from_ref(*partition);
+                match crate::txn::in_transaction(|| drop_locked(index, mode, &root, one)) {
+                    Ok(gone) => !gone.is_empty(),
+                    Err(e) => {
+                        log!("jsonb_ttl: cannot {} {}: {}", mode.name(), partition.qualified, e.message);
+                        false
+                    }
+                }
+            })
+            .collect(),
+    };
+    for partition in gone {
+        log!(
+            "jsonb_ttl: {} partition {} of {root}: about {:.0} expired rows",
+            match mode {
+                Mode::Drop => "dropped",
+                Mode::Detach => "detached",
+            },
+            partition.qualified,
+            partition.rows
+        );
+        visited.gone.push(partition.oid);
+        visited.rows += partition.rows;
     }
     visited
 }
