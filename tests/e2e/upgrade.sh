@@ -80,4 +80,21 @@ q updated -c "INSERT INTO events (doc) VALUES ('{\"at\": \"2019-01-01 10:00:00+0
 wait_for "a date with an hours-only offset expires" 5 empty
 q updated -c "INSERT INTO events (doc) SELECT jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 100)"
 wait_for "the worker purges after the update" 5 empty
+
+# The options 0.2.0 brought work in the updated database, with the worker: a filter, touch,
+# a per-row TTL field and hidden expired rows on one table; whole partitions dropped on another.
+q updated <<'SQL'
+CREATE TABLE items (id int PRIMARY KEY, kind text, doc jsonb);
+SELECT FROM ttl_index_create('items', 'ts', interval '1 hour', filter => $$kind <> 'keep'$$,
+                             touch => true, row_ttl_path => 'ttl', hide_expired => true);
+INSERT INTO items VALUES (1, 'temp', '{"ttl": 0}'), (2, 'keep', '{"ttl": 0}'), (3, 'temp', '{"ttl": 3600}');
+CREATE TABLE parted (at timestamptz NOT NULL) PARTITION BY RANGE (at);
+CREATE TABLE parted_2019 PARTITION OF parted FOR VALUES FROM ('2019-01-01') TO ('2020-01-01');
+CREATE TABLE parted_now PARTITION OF parted FOR VALUES FROM ('2020-01-01') TO ('3000-01-01');
+INSERT INTO parted VALUES ('2019-06-01'), (now());
+SELECT FROM ttl_index_create('parted', 'at', interval '1 day', drop_partitions => 'drop');
+SQL
+eventually_eq "after the update, filter + touch + per-row TTL: only the filtered row with ttl 0 goes" 5 "2,3" updated \
+  "SELECT string_agg(id::text, ',' ORDER BY id) FROM items"
+eventually_eq "and an expired partition is dropped whole" 5 f updated "SELECT to_regclass('parted_2019') IS NOT NULL"
 finish
