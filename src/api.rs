@@ -440,7 +440,9 @@ fn ttl_index_create_in_zone(
     )
 }
 
-/// `ttl_index_create` with every option (sql/api.sql gives it its documented signature).
+/// `ttl_index_create` with every option (sql/api.sql gives it its documented signature, with
+/// names and defaults: one argument per option is the SQL face).
+#[allow(clippy::too_many_arguments)]
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create_with_options(
@@ -524,7 +526,7 @@ fn ttl_index_create_with_options(
     let index_name = choose_index_name(&table, "_ttl_idx", &[]);
     let row_ttl_index_name = row_ttl
         .as_ref()
-        .map(|_| choose_index_name(&table, "_row_ttl_idx", &[index_name.clone()]));
+        .map(|_| choose_index_name(&table, "_row_ttl_idx", std::slice::from_ref(&index_name)));
 
     // the catalog row: 0.1.0's catalog has none of the later columns, and 0.1.0's SQL passes
     // no option

@@ -238,7 +238,7 @@ fn list(table: Oid, args: *mut pg_sys::List) -> Result<Vec<String>, String> {
 
 /// `expr` written out qualified down to its operators, casts and functions; `Err` names what
 /// cannot be written so.
-pub fn qualified(table: Oid, expr: *mut pg_sys::Node) -> Result<String, String> {
+fn qualified(table: Oid, expr: *mut pg_sys::Node) -> Result<String, String> {
     if expr.is_null() {
         return Err("an empty expression".into());
     }

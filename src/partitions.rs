@@ -290,7 +290,12 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
     let gone: Vec<&Expired> = match together {
         Ok(gone) => gone,
         Err(e) if expired.len() == 1 => {
-            log!("jsonb_ttl: cannot {} {}: {}", mode.name(), expired[0].qualified, e.message);
+            log!(
+                "jsonb_ttl: cannot {} {}: {}",
+                mode.name(),
+                expired[0].qualified,
+                e.message
+            );
             Vec::new()
         }
         Err(_) => expired
@@ -300,7 +305,12 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
                 match crate::txn::in_transaction(|| drop_locked(index, mode, &root, one)) {
                     Ok(gone) => !gone.is_empty(),
                     Err(e) => {
-                        log!("jsonb_ttl: cannot {} {}: {}", mode.name(), partition.qualified, e.message);
+                        log!(
+                            "jsonb_ttl: cannot {} {}: {}",
+                            mode.name(),
+                            partition.qualified,
+                            e.message
+                        );
                         false
                     }
                 }

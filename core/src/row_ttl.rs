@@ -21,7 +21,8 @@ pub fn row_seconds(number: &str) -> Option<f64> {
 /// `seconds` expires: `None` for never (`-1`, any negative number, or past the end of
 /// time).
 pub fn expires_at(reference: i64, seconds: f64) -> Option<i64> {
-    if !(seconds >= 0.0) {
+    // (NaN is neither, and never expires either)
+    if seconds.is_nan() || seconds < 0.0 {
         return None;
     }
     let micros = (seconds * MICROS).round();
