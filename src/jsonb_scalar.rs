@@ -191,30 +191,26 @@ unsafe fn string_of<'a>(value: *const pg_sys::JsonbValue) -> Option<&'a str> {
 
 /// Prints a numeric with PostgreSQL's own routine and reads it as a Unix time.
 unsafe fn numeric_time(numeric: pg_sys::Numeric, unit: NumericUnit) -> Option<i64> {
-    let numeric = unsafe { pg_sys::pg_detoast_datum(numeric.cast()) } as pg_sys::Numeric;
-    if unsafe { pg_sys::numeric_is_nan(numeric) } {
-        return None;
-    }
-    let text = unsafe { pg_sys::numeric_normalize(numeric) };
-    let result = unsafe { CStr::from_ptr(text) }
-        .to_str()
-        .ok()
-        .and_then(|t| parse::parse_unix_number(t, unit));
-    unsafe { pg_sys::pfree(text.cast()) };
-    result
+    unsafe { with_numeric_text(numeric, |text| parse::parse_unix_number(text, unit)) }
 }
 
 /// A numeric as PostgreSQL prints it (`numeric_normalize`), `None` for NaN.
 unsafe fn numeric_text(numeric: pg_sys::Numeric) -> Option<String> {
+    unsafe { with_numeric_text(numeric, |text| Some(text.to_string())) }
+}
+
+/// `read` of the text PostgreSQL prints for a numeric (`numeric_normalize`, freed after), or
+/// `None` for NaN.
+unsafe fn with_numeric_text<R>(
+    numeric: pg_sys::Numeric,
+    read: impl FnOnce(&str) -> Option<R>,
+) -> Option<R> {
     let numeric = unsafe { pg_sys::pg_detoast_datum(numeric.cast()) } as pg_sys::Numeric;
     if unsafe { pg_sys::numeric_is_nan(numeric) } {
         return None;
     }
     let text = unsafe { pg_sys::numeric_normalize(numeric) };
-    let result = unsafe { CStr::from_ptr(text) }
-        .to_str()
-        .ok()
-        .map(str::to_string);
+    let result = unsafe { CStr::from_ptr(text) }.to_str().ok().and_then(read);
     unsafe { pg_sys::pfree(text.cast()) };
     result
 }
