@@ -72,7 +72,7 @@ pub struct RowTtl {
 
 /// Which rows of a table a target purges: with a per-row TTL field, two targets share the
 /// table (see [`crate::row_ttl`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Part {
     /// Every row: no per-row TTL field (and every catalog entry, `Scope::Entries`).
     Whole,
@@ -83,6 +83,12 @@ pub enum Part {
 }
 
 impl TtlIndex {
+    /// What the worker keys its prepared statements and brake checks by: the table, and the
+    /// part of its rows this target purges.
+    pub fn target(&self) -> (Oid, Part) {
+        (self.table, self.part)
+    }
+
     /// The SQL expression of this TTL index's reference time (see [`reference_expr`]); for
     /// the rows with a TTL of their own, their expiry time (their `expire_after` is 0).
     pub fn reference(&self, ext_schema: &str) -> Result<String, String> {

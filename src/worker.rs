@@ -64,9 +64,9 @@ fn prepared<'a, K: std::hash::Hash + Eq + Copy>(
 struct Worker {
     /// The statements of each table's batches: the DELETE (under `Batch::Plain`) and the count
     /// that comes first in a counting batch (under `Batch::Counting`).
-    statements: HashMap<(Oid, Batch), Prepared>,
+    statements: HashMap<((Oid, catalog::Part), Batch), Prepared>,
     /// The probe of each table (is anything expired?).
-    probes: HashMap<Oid, Prepared>,
+    probes: HashMap<(Oid, catalog::Part), Prepared>,
     /// What the batches of a pass share.
     frame: Frame,
     /// Rows that cannot be deleted, set aside.
@@ -82,7 +82,7 @@ struct Worker {
     /// Tables whose backlog the safety brake let through, until a visit drains it, with the
     /// expire_after it was counted under (a changed one is counted again: the brake is there
     /// for a wrong expire_after most of all).
-    brake_checked: HashMap<Oid, (i32, i32, i64)>,
+    brake_checked: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -273,13 +273,13 @@ impl Worker {
             .retain(|table| indexes.iter().any(|i| i.table == table));
         self.frame.begin_pass(ext);
         self.statements
-            .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
+            .retain(|((table, _), _), _| indexes.iter().any(|i| i.table == *table));
         self.probes
-            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+            .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         self.batch_rows
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         self.brake_checked
-            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+            .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         let expired = self.probe(ext, &indexes);
         let mut pass_limited = false;
         let count = indexes.len();
@@ -384,7 +384,7 @@ impl Worker {
                             .or_insert_with(|| owner::role_settings(owner));
                         owner::as_table_owner_with(owner, owner_settings, &settings, || {
                             let statement =
-                                prepared(probes, index.table, &sql, &deleter::PROBE_ARGS);
+                                prepared(probes, index.target(), &sql, &deleter::PROBE_ARGS);
                             Spi::connect(|client| {
                                 client
                                     .select(statement, Some(1), &[index.expire_after.into()])
@@ -456,7 +456,7 @@ impl Worker {
             let mut outcome = self.batch(ext, purge.next(), index, granted);
             if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
                 self.statements
-                    .retain(|(table, _), _| *table != index.table);
+                    .retain(|((table, _), _), _| *table != index.table);
                 if !failure.is_transient() && !self.undeletable.full(index.table) {
                     let before = self.undeletable.count(index.table);
                     outcome = self.split(ext, index, granted);
@@ -500,7 +500,7 @@ impl Worker {
         stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
         if limit == Limit::None && error.is_none() {
             // drained: the next backlog is checked by the brake again
-            self.brake_checked.remove(&index.table);
+            self.brake_checked.remove(&index.target());
             if index.brake_released {
                 // released by ttl_index_resume(): the brake holds again
                 let _ = in_transaction(|| brake::rearm(ext, index.root));
@@ -517,7 +517,7 @@ impl Worker {
     fn brake(&mut self, ext: &str, index: &TtlIndex) -> Brake {
         if !index.brake_available
             || index.brake_released
-            || self.brake_checked.get(&index.table) == Some(&interval_key(index.expire_after))
+            || self.brake_checked.get(&index.target()) == Some(&interval_key(index.expire_after))
         {
             return Brake::Go;
         }
@@ -536,7 +536,7 @@ impl Worker {
             Ok(Some(Some(reason))) => reason,
             Ok(_) => {
                 self.brake_checked
-                    .insert(index.table, interval_key(index.expire_after));
+                    .insert(index.target(), interval_key(index.expire_after));
                 return Brake::Go;
             }
             Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
@@ -622,7 +622,7 @@ impl Worker {
 /// The statements of one batch of the form `batch`, as prepared for the table's current names
 /// (prepared again if a rename changed them), run for at most `limit` rows.
 fn run_statements(
-    statements: &mut HashMap<(Oid, Batch), Prepared>,
+    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
     ext: &str,
     batch: Batch,
     current: &TtlIndex,
@@ -634,19 +634,19 @@ fn run_statements(
     let skip = !set_aside.is_empty();
     let args = &deleter::BATCH_ARGS;
     let delete = sql(deleter::batch_sql(ext, current, skip));
-    prepare_into(statements, (current.table, Batch::Plain), &delete, args);
+    prepare_into(statements, (current.target(), Batch::Plain), &delete, args);
     if batch == Batch::Counting {
         let pick_count = sql(deleter::pick_count_sql(ext, current, skip));
         prepare_into(
             statements,
-            (current.table, Batch::Counting),
+            (current.target(), Batch::Counting),
             &pick_count,
             args,
         );
     }
-    let delete = &statements[&(current.table, Batch::Plain)].1;
+    let delete = &statements[&(current.target(), Batch::Plain)].1;
     let pick_count =
-        (batch == Batch::Counting).then(|| &*statements[&(current.table, Batch::Counting)].1);
+        (batch == Batch::Counting).then(|| &*statements[&(current.target(), Batch::Counting)].1);
     Spi::connect_mut(|client| {
         deleter::run_batch(client, delete, pick_count, expire_after, limit, set_aside)
     })
