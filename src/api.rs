@@ -4,6 +4,7 @@
 //! argument checks (each failure a clear error with a SQLSTATE and a HINT, before anything is
 //! changed), the index DDL, and the catalog rows.
 
+use crate::build::{drop_index, free_index_name, index_specs};
 use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
@@ -183,47 +184,6 @@ fn choose_index_name(table: &Table, suffix: &str, also_taken: &[String]) -> Stri
     free_index_name(&table.schema, &table.relname, suffix, &taken)
 }
 
-/// A free index name `<relname><suffix>[N]` in `schema`, within NAMEDATALEN, and none of the
-/// (quoted, qualified) names in `taken`.
-pub(crate) fn free_index_name(
-    schema: &str,
-    relname: &str,
-    suffix: &str,
-    taken: &[(Oid, String)],
-) -> String {
-    for n in 0.. {
-        let suffix = if n == 0 {
-            suffix.to_string()
-        } else {
-            format!("{suffix}{n}")
-        };
-        let mut base = relname.to_string();
-        while base.len() + suffix.len() > 63 {
-            base.pop();
-        }
-        let candidate = format!("{base}{suffix}");
-        let qualified = format!(
-            "{}.{}",
-            quote_identifier(schema),
-            quote_identifier(&candidate)
-        );
-        if taken.iter().any(|(_, name)| *name == qualified) {
-            continue;
-        }
-        let taken = Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c \
-             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
-             WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name \
-               AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
-            &[schema.into(), candidate.clone().into()],
-        );
-        if taken == Ok(Some(false)) {
-            return candidate;
-        }
-    }
-    unreachable!()
-}
-
 /// Builds the index `name` of `table` on `expression`, partial on `predicate` (see
 /// [`index_specs`]). A partitioned table's index covers every
 /// partition, now and future; a plain table's stays off legacy inheritance children, which are
@@ -237,33 +197,6 @@ fn build_index(table: &Table, name: &str, expression: &str, predicate: &str) {
         quote_identifier(&table.relname),
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: CREATE INDEX failed: {e}"));
-}
-
-/// The indexes of a TTL index, as (its catalog column, name, expression, predicate): the TTL
-/// index itself, and with a per-row TTL field the index over the rows that have one (see
-/// [`crate::row_ttl`]).
-pub(crate) fn index_specs(
-    ext: &str,
-    entry: &TtlIndex,
-) -> Vec<(&'static str, String, String, String)> {
-    let parts = match entry.row_ttl {
-        Some(_) => entry.clone().parts(),
-        None => vec![entry.clone()],
-    };
-    parts
-        .iter()
-        .map(|part| {
-            let expression = part
-                .reference(ext)
-                .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
-            let predicate = part.predicate(ext, &expression);
-            let column = match part.part {
-                catalog::Part::OwnTtl => "row_ttl_index_name",
-                _ => "index_name",
-            };
-            (column, part.index_name.clone(), expression, predicate)
-        })
-        .collect()
 }
 
 /// Checks that the TTL index of `table` on `reference` can drop whole partitions (see
@@ -735,20 +668,6 @@ fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
         "hide_enabled_row_security",
         enabled_here.into(),
     );
-}
-
-/// Drops the index `name` of `schema` (quoted) if it is there (not built yet: `build =>
-/// false`; dropped already: by the sql_drop event trigger).
-pub(crate) fn drop_index(schema: &str, name: &str) {
-    let index = format!("{schema}.{}", quote_identifier(name));
-    let there = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-        &[index.clone().into()],
-    );
-    if there == Ok(Some(true)) {
-        Spi::run(&format!("DROP INDEX {index}"))
-            .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
-    }
 }
 
 #[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]

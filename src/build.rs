@@ -14,7 +14,7 @@
 //!   PARTITION` steps that make the parent's index valid once every partition has its own.
 //!   Until the index is valid the worker leaves the table alone (`catalog::TtlIndex::index_ready`).
 
-use crate::catalog;
+use crate::catalog::{self, TtlIndex};
 use crate::filter;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -161,7 +161,7 @@ pub fn statements(
             (None, parent) => {
                 let name = match parent {
                     None => index_name.to_string(),
-                    Some(_) => crate::api::free_index_name(&m.schema, &m.name, suffix, &names),
+                    Some(_) => free_index_name(&m.schema, &m.name, suffix, &names),
                 };
                 let qualified = format!(
                     "{}.{}",
@@ -219,7 +219,7 @@ fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
             .is_none_or(|row_ttl| row_ttl.index_ready),
     ];
     let mut statements = Vec::new();
-    for (column, name, expression, predicate) in crate::api::index_specs(&ext, &index) {
+    for (column, name, expression, predicate) in index_specs(&ext, &index) {
         let (built, suffix) = match column {
             "index_name" => (ready[0], "_ttl_idx"),
             _ => (ready[1], "_row_ttl_idx"),
@@ -236,4 +236,83 @@ fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
         }
     }
     (!statements.is_empty()).then_some(statements)
+}
+
+/// A free index name `<relname><suffix>[N]` in `schema`, within NAMEDATALEN, and none of the
+/// (quoted, qualified) names in `taken`.
+pub fn free_index_name(
+    schema: &str,
+    relname: &str,
+    suffix: &str,
+    taken: &[(Oid, String)],
+) -> String {
+    for n in 0.. {
+        let suffix = if n == 0 {
+            suffix.to_string()
+        } else {
+            format!("{suffix}{n}")
+        };
+        let mut base = relname.to_string();
+        while base.len() + suffix.len() > 63 {
+            base.pop();
+        }
+        let candidate = format!("{base}{suffix}");
+        let qualified = format!(
+            "{}.{}",
+            quote_identifier(schema),
+            quote_identifier(&candidate)
+        );
+        if taken.iter().any(|(_, name)| *name == qualified) {
+            continue;
+        }
+        let taken = Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+             WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name \
+               AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
+            &[schema.into(), candidate.clone().into()],
+        );
+        if taken == Ok(Some(false)) {
+            return candidate;
+        }
+    }
+    unreachable!()
+}
+
+/// Drops the index `name` of `schema` (quoted) if it is there (not built yet: `build =>
+/// false`; dropped already: by the sql_drop event trigger).
+pub fn drop_index(schema: &str, name: &str) {
+    let index = format!("{schema}.{}", quote_identifier(name));
+    let there = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+        &[index.clone().into()],
+    );
+    if there == Ok(Some(true)) {
+        Spi::run(&format!("DROP INDEX {index}"))
+            .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+    }
+}
+
+/// The indexes of a TTL index, as (its catalog column, name, expression, predicate): the TTL
+/// index itself, and with a per-row TTL field the index over the rows that have one (see
+/// [`crate::row_ttl`]).
+pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, String, String)> {
+    let parts = match entry.row_ttl {
+        Some(_) => entry.clone().parts(),
+        None => vec![entry.clone()],
+    };
+    parts
+        .iter()
+        .map(|part| {
+            let expression = part
+                .reference(ext)
+                .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+            let predicate = part.predicate(ext, &expression);
+            let column = match part.part {
+                catalog::Part::OwnTtl => "row_ttl_index_name",
+                _ => "index_name",
+            };
+            (column, part.index_name.clone(), expression, predicate)
+        })
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! The catalog of TTL indexes (`ttl_index`, see sql/catalog.sql), the SQL expression of a
 //! reference time, and lookups. Every name that reaches SQL text is quoted here.
 
+use crate::error::raise;
 use crate::parse::NumericUnit;
 use crate::path::{Column, ColumnKind, Resolved};
 use pgrx::datum::Interval;
@@ -57,7 +58,48 @@ pub struct TtlIndex {
     /// Which rows of the table this target purges.
     pub part: Part,
     /// Expired partitions are dropped or detached whole (see [`crate::partitions`]).
-    pub drop_partitions: Option<crate::partitions::Mode>,
+    pub drop_partitions: Option<PartitionMode>,
+}
+
+/// What the worker does with an expired partition (see [`crate::partitions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionMode {
+    Drop,
+    Detach,
+}
+
+impl PartitionMode {
+    /// `drop_partitions` as given: `'drop'` (or `'true'`, `'on'`), `'detach'`, or `'off'` (or
+    /// `'false'`, `'none'`: rows are deleted one by one, the default).
+    pub fn from_arg(arg: &str) -> Option<PartitionMode> {
+        match arg.trim().to_ascii_lowercase().as_str() {
+            "drop" | "true" | "on" | "yes" => Some(PartitionMode::Drop),
+            "detach" => Some(PartitionMode::Detach),
+            "off" | "false" | "no" | "none" => None,
+            _ => raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("drop_partitions must be 'drop', 'detach' or 'off', not {arg:?}"),
+                "'drop' drops an expired partition, 'detach' detaches it (to archive it), 'off' \
+                 deletes rows one by one.",
+            ),
+        }
+    }
+
+    /// As the catalog stores it.
+    pub fn from_name(name: &str) -> Option<PartitionMode> {
+        match name {
+            "drop" => Some(PartitionMode::Drop),
+            "detach" => Some(PartitionMode::Detach),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionMode::Drop => "drop",
+            PartitionMode::Detach => "detach",
+        }
+    }
 }
 
 /// A per-row TTL field: where it is, and the index over the rows that have one.
@@ -522,7 +564,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                         .get::<String>(30)
                         .ok()
                         .flatten()
-                        .and_then(|mode| crate::partitions::Mode::from_name(&mode)),
+                        .and_then(|mode| PartitionMode::from_name(&mode)),
                 }
             })
             .flat_map(|index| match scope {

@@ -193,6 +193,6 @@ fn ttl_options_dropped(
         remove_from(table, &qualified_table, hide_enabled_row_security);
     }
     if let Some(index) = row_ttl_index {
-        crate::api::drop_index(&schema, index);
+        crate::build::drop_index(&schema, index);
     }
 }

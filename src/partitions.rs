@@ -25,46 +25,7 @@ use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
 use pgrx::PgSqlErrorCode;
 
-/// What to do with an expired partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Drop,
-    Detach,
-}
-
-impl Mode {
-    /// `drop_partitions` as given: `'drop'` (or `'true'`, `'on'`), `'detach'`, or `'off'` (or
-    /// `'false'`, `'none'`: rows are deleted one by one, the default).
-    pub fn from_arg(arg: &str) -> Option<Mode> {
-        match arg.trim().to_ascii_lowercase().as_str() {
-            "drop" | "true" | "on" | "yes" => Some(Mode::Drop),
-            "detach" => Some(Mode::Detach),
-            "off" | "false" | "no" | "none" => None,
-            _ => raise(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("drop_partitions must be 'drop', 'detach' or 'off', not {arg:?}"),
-                "'drop' drops an expired partition, 'detach' detaches it (to archive it), 'off' \
-                 deletes rows one by one.",
-            ),
-        }
-    }
-
-    /// As the catalog stores it.
-    pub fn from_name(name: &str) -> Option<Mode> {
-        match name {
-            "drop" => Some(Mode::Drop),
-            "detach" => Some(Mode::Detach),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Drop => "drop",
-            Mode::Detach => "detach",
-        }
-    }
-}
+pub use crate::catalog::PartitionMode as Mode;
 
 /// Checks that `table` is range-partitioned by exactly `reference` (the TTL index's reference
 /// time, of a column of `kind` named `column`), or raises.
