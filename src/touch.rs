@@ -16,8 +16,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::error::raise;
 use crate::parse::NumericUnit;
 use crate::path::ColumnKind;
-use jsonb_ttl_core::touch::{epoch, iso_utc, touch};
-use pgrx::datum::{Json, JsonB};
+use jsonb_ttl_core::touch::{epoch, iso_utc, leaf, nested};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
@@ -33,7 +32,7 @@ const POSTGRES_EPOCH_UNIX_MICROS: i64 = 946_684_800_000_000;
 #[pg_trigger]
 fn _ttl_touch<'a>(
     trigger: &'a PgTrigger<'a>,
-) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, pgrx::datum::TryFromDatumError> {
+) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, PgHeapTupleError> {
     let args = trigger.extra_args().unwrap_or_default();
     let [column, unit, zone, keys @ ..] = args.as_slice() else {
         error!("jsonb_ttl: _ttl_touch() runs only as the trigger ttl_index_create(…, touch => true) makes");
@@ -54,44 +53,95 @@ fn _ttl_touch<'a>(
     let (type_oid, typmod) = (attribute.atttypid, attribute.atttypmod);
     let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
     let unix_micros = now + POSTGRES_EPOCH_UNIX_MICROS;
-    let touched = |value: &mut serde_json::Value| {
-        touch(value, keys, unix_micros, unit).unwrap_or_else(|at| {
-            raise(
-                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                format!(
-                    "cannot keep {column}.{} at the time of the last write: {at} is not an object",
-                    keys.join(".")
-                ),
-                "The TTL index of this table was created with touch => true: every write sets \
-                 that attribute. Store an object there, or drop the TTL index.",
-            )
-        })
-    };
-    match catalog::kind_of_type(type_oid) {
+    let datum = match catalog::kind_of_type(type_oid) {
         ColumnKind::Jsonb => {
-            let mut doc = tuple
-                .get_by_index::<JsonB>(attno)
-                .ok()
-                .flatten()
-                .map_or(serde_json::Value::Null, |doc| doc.0);
-            touched(&mut doc);
-            tuple.set_by_index(attno, JsonB(doc))?;
+            let data = trigger.trigger_data();
+            let row = match trigger.op() {
+                Ok(PgTriggerOperation::Update) => data.tg_newtuple,
+                _ => data.tg_trigtuple,
+            };
+            let doc =
+                unsafe { pgrx::htup::heap_getattr_raw(row, attno, (*data.tg_relation).rd_att) };
+            touch_jsonb(doc, keys, unix_micros, unit).unwrap_or_else(|at| {
+                raise(
+                    PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+                    format!(
+                        "cannot keep {column}.{} at the time of the last write: {at} is not an object",
+                        keys.join(".")
+                    ),
+                    "The TTL index of this table was created with touch => true: every write \
+                     sets that attribute. Store an object there, or drop the TTL index.",
+                )
+            })
         }
-        ColumnKind::Json => {
-            let mut doc = tuple
-                .get_by_index::<Json>(attno)
-                .ok()
-                .flatten()
-                .map_or(serde_json::Value::Null, |doc| doc.0);
-            touched(&mut doc);
-            tuple.set_by_index(attno, Json(doc))?;
-        }
-        kind => {
-            let datum = column_value(kind, type_oid, typmod, now, unix_micros, unit, zone);
-            unsafe { tuple.set_by_index_unchecked(attno, Some(datum)) };
-        }
-    }
+        ColumnKind::Json => error!("jsonb_ttl: touch does not write json columns"),
+        kind => column_value(kind, type_oid, typmod, now, unix_micros, unit, zone),
+    };
+    unsafe { tuple.set_by_index_unchecked(attno, Some(datum)) };
     Ok(Some(tuple))
+}
+
+/// `doc` (a jsonb datum; NULL is `{}`) with the time at `keys` (see `jsonb_ttl_core::touch`),
+/// changed with PostgreSQL's own `jsonb_extract_path`, `jsonb_typeof` and `jsonb_set`: the rest
+/// of the document is never parsed into anything else and stays exactly as it was. `Err` names
+/// the part of the path that holds something other than an object.
+fn touch_jsonb(
+    doc: Option<pg_sys::Datum>,
+    keys: &[String],
+    unix_micros: i64,
+    unit: NumericUnit,
+) -> Result<pg_sys::Datum, String> {
+    let doc = doc.unwrap_or_else(|| jsonb(&serde_json::json!({})));
+    if type_of(doc).as_deref() != Some("object") {
+        return Err("the document itself".into());
+    }
+    for depth in 0..keys.len() {
+        let path = &keys[..=depth];
+        let found = unsafe {
+            pgrx::direct_function_call_as_datum(
+                pg_sys::jsonb_extract_path,
+                &[Some(doc), path.to_vec().into_datum()],
+            )
+        };
+        let kind = found.and_then(type_of);
+        let last = depth + 1 == keys.len();
+        let value = match kind.as_deref() {
+            None | Some("null") => nested(&keys[depth + 1..], leaf(false, unix_micros, unit)),
+            Some(kind) if last => leaf(kind == "number", unix_micros, unit),
+            Some("object") => continue,
+            Some(_) => return Err(path.join(".")),
+        };
+        return Ok(unsafe {
+            pgrx::direct_function_call_as_datum(
+                pg_sys::jsonb_set,
+                &[
+                    Some(doc),
+                    path.to_vec().into_datum(),
+                    Some(jsonb(&value)),
+                    true.into_datum(),
+                ],
+            )
+        }
+        .expect("jsonb_set of a document is a document"));
+    }
+    unreachable!("the loop returns at the last key")
+}
+
+/// `jsonb_typeof` of a jsonb datum.
+fn type_of(value: pg_sys::Datum) -> Option<String> {
+    unsafe { pgrx::direct_function_call::<String>(pg_sys::jsonb_typeof, &[Some(value)]) }
+}
+
+/// A small JSON value as a jsonb datum (through `jsonb_in`).
+fn jsonb(value: &serde_json::Value) -> pg_sys::Datum {
+    let text = CString::new(value.to_string()).expect("no NUL in a time");
+    unsafe {
+        pgrx::direct_function_call_as_datum(
+            pg_sys::jsonb_in,
+            &[Some(pg_sys::Datum::from(text.as_ptr()))],
+        )
+    }
+    .expect("jsonb_in of JSON is jsonb")
 }
 
 /// The time `now` as a value of a plain column of type `type_oid`.
@@ -136,6 +186,18 @@ fn column_value(
 /// Creates (or writes again, with `index`'s current column, unit, zone and keys) the touch
 /// trigger of `index`'s table. Refuses to replace a trigger of the same name that is not ours.
 pub fn install(ext: &str, index: &TtlIndex) {
+    if index.resolved.kind == ColumnKind::Json {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "touch cannot write the json column {} of {}",
+                pgrx::spi::quote_identifier(&index.resolved.column),
+                index.display_name
+            ),
+            "A json column keeps its text as written (key order, spaces, duplicate keys), which \
+             writing a value into it would not. Use a jsonb column, or set the time yourself.",
+        );
+    }
     let ours = format!("{ext}._ttl_touch()");
     let foreign = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger \

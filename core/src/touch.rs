@@ -5,8 +5,10 @@
 //!   (what Cosmos DB's `_ts` and a JavaScript `Date.now()` hold).
 //! - Anything else becomes an ISO 8601 string in UTC, to the microsecond, with its offset
 //!   (`2026-11-23T18:22:36.123456Z`), which reads the same whatever `time_zone` the index has.
-//! - Missing objects on the way are created; a value on the way that is not an object (or
-//!   null) is an error, since writing there would destroy it.
+//! - Missing objects on the way are created ([`nested`]); a value on the way that is not an
+//!   object (or null) is an error, since writing there would destroy it. The trigger walks the
+//!   path and changes the document with PostgreSQL's own `jsonb_set` (src/touch.rs): the rest of
+//!   the document stays exactly as it was.
 
 use crate::parse::NumericUnit;
 use chrono::DateTime;
@@ -27,46 +29,23 @@ pub fn epoch(unix_micros: i64, unit: NumericUnit) -> i64 {
     }
 }
 
-/// Sets the value at `keys` in `doc` to the time `unix_micros` (see the module's text). `Err`
-/// names the part of the path that holds something other than an object.
-pub fn touch(
-    doc: &mut Value,
-    keys: &[String],
-    unix_micros: i64,
-    unit: NumericUnit,
-) -> Result<(), String> {
-    if keys.is_empty() {
-        return Err("the document itself".into());
+/// The value a write leaves at the end of the path: the time as a number of `unit`s when the
+/// value there is a number, else as an ISO 8601 string in UTC.
+pub fn leaf(was_number: bool, unix_micros: i64, unit: NumericUnit) -> Value {
+    match was_number {
+        true => Value::from(epoch(unix_micros, unit)),
+        false => Value::String(iso_utc(unix_micros)),
     }
-    set(doc, keys, 0, unix_micros, unit)
 }
 
-/// [`touch`] from `keys[depth]` on, `at` being the value that holds it.
-fn set(
-    at: &mut Value,
-    keys: &[String],
-    depth: usize,
-    unix_micros: i64,
-    unit: NumericUnit,
-) -> Result<(), String> {
-    if at.is_null() {
-        *at = Value::Object(Map::new());
-    }
-    let Value::Object(object) = at else {
-        return Err(match depth {
-            0 => "the document itself".into(),
-            _ => keys[..depth].join("."),
-        });
-    };
-    let child = object.entry(keys[depth].clone()).or_insert(Value::Null);
-    if depth + 1 < keys.len() {
-        return set(child, keys, depth + 1, unix_micros, unit);
-    }
-    *child = match child {
-        Value::Number(_) => Value::from(epoch(unix_micros, unit)),
-        _ => Value::String(iso_utc(unix_micros)),
-    };
-    Ok(())
+/// `value` under the objects `keys` name, innermost last: `{"a": {"b": value}}` for
+/// `["a", "b"]`; `value` itself for no keys. What a write puts where the path stops existing.
+pub fn nested(keys: &[String], value: Value) -> Value {
+    keys.iter().rev().fold(value, |inner, key| {
+        let mut object = Map::new();
+        object.insert(key.clone(), inner);
+        Value::Object(object)
+    })
 }
 
 #[cfg(test)]
@@ -76,10 +55,6 @@ mod tests {
 
     // 2026-11-23T18:22:36.123456Z
     const NOW: i64 = 1_795_458_156_123_456;
-
-    fn keys(path: &str) -> Vec<String> {
-        path.split('.').map(String::from).collect()
-    }
 
     #[test]
     fn formats() {
@@ -92,73 +67,20 @@ mod tests {
     }
 
     #[test]
-    fn cases() {
-        let s = NumericUnit::Seconds;
-        let ms = NumericUnit::Milliseconds;
+    fn values() {
+        let keys = |path: &str| -> Vec<String> { path.split('.').map(String::from).collect() };
         let iso = "2026-11-23T18:22:36.123456Z";
-        // (document, path, unit, document after)
-        let cases = [
-            (json!({}), "ts", s, Ok(json!({"ts": iso}))),
-            (json!(null), "ts", s, Ok(json!({"ts": iso}))),
-            (json!({"ts": "2019-01-01"}), "ts", s, Ok(json!({"ts": iso}))),
-            (json!({"ts": 1}), "ts", s, Ok(json!({"ts": 1_795_458_156}))),
-            (
-                json!({"ts": 1.5}),
-                "ts",
-                ms,
-                Ok(json!({"ts": 1_795_458_156_123_i64})),
-            ),
-            (
-                json!({"ts": null, "a": 1}),
-                "ts",
-                s,
-                Ok(json!({"ts": iso, "a": 1})),
-            ),
-            (json!({"ts": true}), "ts", s, Ok(json!({"ts": iso}))),
-            (
-                json!({}),
-                "meta.seen",
-                s,
-                Ok(json!({"meta": {"seen": iso}})),
-            ),
-            (
-                json!({"meta": null}),
-                "meta.seen",
-                s,
-                Ok(json!({"meta": {"seen": iso}})),
-            ),
-            (
-                json!({"meta": {"seen": 5, "x": 1}}),
-                "meta.seen",
-                s,
-                Ok(json!({"meta": {"seen": 1_795_458_156, "x": 1}})),
-            ),
-            (json!({}), "a.b.c", s, Ok(json!({"a": {"b": {"c": iso}}}))),
-            (
-                json!({"a": {"b": "text"}}),
-                "a.b.c",
-                s,
-                Err("a.b".to_string()),
-            ),
-            (
-                json!({"meta": [1]}),
-                "meta.seen",
-                s,
-                Err("meta".to_string()),
-            ),
-            (json!([1]), "ts", s, Err("the document itself".to_string())),
-            (
-                json!("text"),
-                "a.b",
-                s,
-                Err("the document itself".to_string()),
-            ),
-        ];
-        for (before, path, unit, expected) in cases {
-            let mut doc = before.clone();
-            let result = touch(&mut doc, &keys(path), NOW, unit).map(|()| doc);
-            assert_eq!(result, expected, "{before} at {path}");
-        }
-        assert!(touch(&mut json!({}), &[], NOW, s).is_err());
+        assert_eq!(leaf(false, NOW, NumericUnit::Seconds), json!(iso));
+        assert_eq!(leaf(true, NOW, NumericUnit::Seconds), json!(1_795_458_156));
+        assert_eq!(
+            leaf(true, NOW, NumericUnit::Milliseconds),
+            json!(1_795_458_156_123_i64)
+        );
+        assert_eq!(nested(&[], json!(1)), json!(1));
+        assert_eq!(nested(&keys("a"), json!(1)), json!({"a": 1}));
+        assert_eq!(
+            nested(&keys("a.b.c"), json!(iso)),
+            json!({"a": {"b": {"c": iso}}})
+        );
     }
 }

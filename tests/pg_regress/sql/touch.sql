@@ -30,6 +30,10 @@ COPY sessions FROM stdin;
 \.
 SELECT doc ? 'meta' AS touched_by_copy FROM sessions WHERE id = 5;
 
+-- only the path changes: the rest of the document is kept exactly (numbers of any precision)
+INSERT INTO sessions VALUES (9, '{"big": 12345678901234567890123, "price": 0.10, "z": 1, "a": 2}');
+SELECT doc - 'meta' AS untouched FROM sessions WHERE id = 9;
+
 -- a value on the way that is not an object would be destroyed: the write fails instead
 INSERT INTO sessions VALUES (6, '{"meta": "oops"}');
 INSERT INTO sessions VALUES (7, '[1, 2]');
@@ -62,6 +66,11 @@ BEGIN;
 INSERT INTO visits (id) VALUES (4);
 SELECT ttl_text_timestamp(t) = now() AS iso_text FROM visits WHERE id = 4;
 COMMIT;
+
+-- a json column keeps its text as written, which a write into it would not: refused
+CREATE TABLE raw_docs (id int, doc json);
+SELECT ttl_index_create('raw_docs', 'doc.seen', interval '1 day', touch => true);
+DROP TABLE raw_docs;
 
 -- the trigger follows a renamed column, and the zone of ttl_index_alter
 DROP TABLE visits;
