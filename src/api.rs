@@ -595,13 +595,27 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     // Each index is built again beside the old one. The catalog follows the new index first, so
     // that dropping the old one (which the sql_drop event trigger watches) keeps the entry,
     // then takes the old name back with it.
-    set_column(&ext, &table, "time_zone", zone.clone().into());
     let rezoned = TtlIndex {
-        time_zone: Some(zone),
+        time_zone: Some(zone.clone()),
         ..current
     };
+    if rezoned.drop_partitions.is_some() {
+        // the partitions are bounded by the old reference: refused unless still the same
+        let reference = rezoned
+            .base_reference(&ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(&table, &reference, &rezoned.resolved, false, false);
+    }
+    set_column(&ext, &table, "time_zone", zone.into());
     let schema = quote_identifier(&table.schema);
     for (column, name, expression, predicate) in index_specs(&ext, &rezoned) {
+        let exists = Spi::get_one_with_args::<bool>(
+            "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+            &[format!("{schema}.{}", quote_identifier(&name)).into()],
+        );
+        if exists != Ok(Some(true)) {
+            continue; // not built yet (build => false): build_sql now gives the new zone's
+        }
         let building = choose_index_name(&table, "_ttl_idx", &[]);
         build_index(&table, &building, &expression, &predicate);
         set_column(&ext, &table, column, building.clone().into());
@@ -732,6 +746,15 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     for index in &indexes {
         if removed >= max_rows {
             break;
+        }
+        if !index.index_ready {
+            // not built yet (build => false) or not valid: deleting would scan the whole table
+            notice!(
+                "jsonb_ttl: {} has no valid index {} yet: nothing deleted there",
+                index.display_name,
+                index.index_name
+            );
+            continue;
         }
         removed += deleter::delete_expired(&ext, index, batch_size, max_rows - removed) as i64;
     }

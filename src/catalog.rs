@@ -159,9 +159,12 @@ impl TtlIndex {
     /// back to `expire_after`, for that part (`" AND …"`), else nothing.
     fn falls_back(&self, ext_schema: &str) -> String {
         match (&self.row_ttl, self.part) {
+            // When the field can no longer be read (its column dropped or retyped), no row falls
+            // back: `AND false` deletes nothing (rows with a TTL of their own, -1 included, must
+            // never go by expire_after), and the other part reports the error.
             (Some(row_ttl), Part::FallsBack) => {
                 crate::row_ttl::seconds_expr(ext_schema, &row_ttl.resolved)
-                    .map_or(String::new(), |seconds| {
+                    .map_or(" AND false".to_string(), |seconds| {
                         format!(" AND {}", crate::row_ttl::falls_back(&seconds))
                     })
             }

@@ -80,7 +80,7 @@ pub fn analyze(table: Oid, text: &str) -> Filter {
                  answer for a row whenever it is evaluated.",
             );
         }
-        Filter {
+        with_canonical_output(|| Filter {
             shown: deparse(table, expr),
             sql: qualified(table, expr).unwrap_or_else(|what| {
                 refuse(
@@ -88,8 +88,26 @@ pub fn analyze(table: Oid, text: &str) -> Filter {
                     format!("a filter cannot use {what}"),
                 )
             }),
-        }
+        })
     }
+}
+
+/// Runs `f` with the settings that shape how constants print pinned (ISO dates, `postgres`
+/// intervals, exact floats), so a filter's constants are written the same whatever the
+/// creating session's settings, and read back the same under the owner's (a `DateStyle` of
+/// `SQL, DMY` would print `01/02/2020`, which reads back otherwise under `MDY`).
+fn with_canonical_output<R>(f: impl FnOnce() -> R) -> R {
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
+    for (name, value) in [
+        (c"DateStyle", "ISO, YMD"),
+        (c"IntervalStyle", "postgres"),
+        (c"extra_float_digits", "3"),
+    ] {
+        crate::gucs::override_setting(name, value);
+    }
+    let result = f();
+    unsafe { pg_sys::AtEOXact_GUC(true, level) };
+    result
 }
 
 /// `expr`, an expression over `table`, as `pg_get_expr` shows it (under the caller's

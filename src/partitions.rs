@@ -80,15 +80,35 @@ pub struct Expired {
 
 /// The direct partitions of `root` whose upper bound is at or before `now() - expire_after`,
 /// oldest first; and about how many rows the whole table has (its leaves': a partitioned
-/// table's own `reltuples` sums its partitions' once analyzed). Reads catalogs only.
+/// table's own `reltuples` sums its partitions' once analyzed). Rows as `brake::table_rows`
+/// counts them: `reltuples`, or for a leaf never analyzed the live rows the statistics have
+/// counted. Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
-    let partitions = Spi::connect(|client| {
+    let partitions = list(index, None);
+    let total = Spi::get_one_with_args::<f64>(
+        "SELECT pg_catalog.sum(CASE WHEN t.reltuples OPERATOR(pg_catalog.>=) 0 THEN t.reltuples::pg_catalog.float8 \
+                          ELSE pg_catalog.pg_stat_get_live_tuples(t.oid)::pg_catalog.float8 END) \
+         FROM pg_catalog.pg_partition_tree($1) p \
+         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
+         WHERE p.isleaf",
+        &[index.root.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(0.0);
+    (partitions, total)
+}
+
+/// The expired direct partitions of `index`'s table, or only `only` if it still is one.
+fn list(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
+    Spi::connect(|client| {
         client
             .select(
                 "SELECT c.oid, pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
                           OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
                           pg_catalog.quote_ident(c.relname::pg_catalog.text), \
-                        (SELECT pg_catalog.sum(GREATEST(t.reltuples, 0))::pg_catalog.float8 \
+                        (SELECT pg_catalog.sum(CASE WHEN t.reltuples OPERATOR(pg_catalog.>=) 0 THEN t.reltuples::pg_catalog.float8 \
+                          ELSE pg_catalog.pg_stat_get_live_tuples(t.oid)::pg_catalog.float8 END) \
                          FROM pg_catalog.pg_partition_tree(c.oid) p \
                          JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
                          WHERE p.isleaf), \
@@ -102,9 +122,10 @@ pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
                  WHERE i.inhparent OPERATOR(pg_catalog.=) $1 AND c.relispartition \
                    AND b.upper OPERATOR(pg_catalog.<=) \
                        (pg_catalog.now() OPERATOR(pg_catalog.-) $2::pg_catalog.interval) \
+                   AND ($3 IS NULL OR c.oid OPERATOR(pg_catalog.=) $3) \
                  ORDER BY b.upper",
                 None,
-                &[index.root.into(), index.expire_after.into()],
+                &[index.root.into(), index.expire_after.into(), only.into()],
             )
             .map(|rows| {
                 rows.map(|row| Expired {
@@ -115,18 +136,7 @@ pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
                 .collect::<Vec<_>>()
             })
     })
-    .unwrap_or_else(|e| error!("jsonb_ttl: cannot list the partitions: {e}"));
-    let total = Spi::get_one_with_args::<f64>(
-        "SELECT pg_catalog.sum(GREATEST(t.reltuples, 0))::pg_catalog.float8 \
-         FROM pg_catalog.pg_partition_tree($1) p \
-         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
-         WHERE p.isleaf",
-        &[index.root.into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(0.0);
-    (partitions, total)
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot list the partitions: {e}"))
 }
 
 /// Takes the locks a DROP or DETACH of `partition` needs, on `root` and on it, only if no one
@@ -148,12 +158,18 @@ fn drop_locked<'a>(
     root: &str,
     partitions: &'a [Expired],
 ) -> Vec<&'a Expired> {
-    let locked: Vec<&Expired> = partitions
+    // Locked, each is listed again: detached, re-attached with another bound or renamed since
+    // the list was made, it is not dropped (and its name now is the one used).
+    let locked: Vec<(&Expired, String)> = partitions
         .iter()
         .filter(|partition| try_lock(index.root, partition.oid))
+        .filter_map(|partition| {
+            let now = list(index, Some(partition.oid)).pop()?;
+            Some((partition, now.qualified))
+        })
         .collect();
     if locked.is_empty() {
-        return locked;
+        return Vec::new();
     }
     let Some(owner) = crate::owner::table_owner(index.root) else {
         return Vec::new();
@@ -163,13 +179,13 @@ fn drop_locked<'a>(
             "DROP TABLE {}",
             locked
                 .iter()
-                .map(|p| p.qualified.as_str())
+                .map(|(_, name)| name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         )],
         Mode::Detach => locked
             .iter()
-            .map(|p| format!("ALTER TABLE {root} DETACH PARTITION {}", p.qualified))
+            .map(|(_, name)| format!("ALTER TABLE {root} DETACH PARTITION {name}"))
             .collect(),
     };
     crate::owner::as_table_owner(owner, &[], || {
@@ -177,7 +193,7 @@ fn drop_locked<'a>(
             Spi::run(sql).unwrap_or_else(|e| error!("{e}"));
         }
     });
-    locked
+    locked.into_iter().map(|(partition, _)| partition).collect()
 }
 
 /// What a visit of [`visit`] did.

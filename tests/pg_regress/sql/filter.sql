@@ -61,6 +61,15 @@ INSERT INTO cache VALUES (6, 'tmp-upload', '{"at": "2019-01-01T00:00:00Z"}');
 SELECT ttl_expire_now('cache');
 SELECT ttl_index_drop('cache');
 
+-- constants are written in ISO form whatever the session's DateStyle, so the worker reads
+-- them back as they were meant
+SET DateStyle = 'SQL, DMY';
+SELECT filter FROM ttl_index_create('cache', 'doc.at', 0,
+                                    filter => $$public.ttl_timestamp(doc->'since') < '01/02/2020 00:00 UTC'$$);
+RESET DateStyle;
+SELECT filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
+SELECT ttl_index_drop('cache');
+
 -- bad filters: each refused before anything is built, with the reason and a hint
 SELECT ttl_index_create('cache', 'doc.at', 0, filter => 'kind =');
 SELECT ttl_index_create('cache', 'doc.at', 0, filter => '');
