@@ -14,9 +14,11 @@
 //! Row security reaches only the roles it applies to: the owner, superusers and BYPASSRLS roles
 //! still see every row. FORCE ROW LEVEL SECURITY would hide the expired rows from the worker's
 //! own DELETE (which runs as the owner, and a DELETE with a WHERE applies SELECT policies), so
-//! it is refused, at creation and afterwards (sql/api.sql's event trigger). Turning it off, or
-//! dropping the TTL index, drops the policies, and row security if it was enabled here and no
-//! other policy has been added since.
+//! it is refused, at creation and afterwards (sql/api.sql's event trigger). So is a table with
+//! policies but row security off (enabling it would put them in force). Turning it off, or
+//! dropping the TTL index, drops the restrictive policy; the permissive one and row security
+//! go too if they were added here and no other policy has been added since (else access stays
+//! as it is, and a NOTICE says so).
 
 use crate::catalog::TtlIndex;
 use crate::error::raise;
@@ -90,7 +92,18 @@ fn visible_condition(ext: &str, index: &TtlIndex) -> String {
 /// Hides the expired rows of `index`'s table (see the module's text); returns whether row
 /// security was enabled here.
 pub fn install(ext: &str, index: &TtlIndex) -> bool {
-    let (enabled, forced, _) = row_security(index.table);
+    let (enabled, forced, others) = row_security(index.table);
+    if !enabled && others > 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "table {} has row security policies but row security is off: hide_expired would put them in force",
+                index.display_name
+            ),
+            "Enable row security yourself (ALTER TABLE … ENABLE ROW LEVEL SECURITY) once its \
+             policies say what you mean, or drop them; then hide_expired adds its own.",
+        );
+    }
     if forced {
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -148,13 +161,25 @@ pub fn remove(index: &TtlIndex, enabled_here: bool) {
 }
 
 fn remove_from(oid: Oid, table: &str, enabled_here: bool) {
-    for name in [HIDE, KEEP] {
-        if has_policy(oid, name) && (name == HIDE || enabled_here) {
-            run(&format!("DROP POLICY {name} ON {table}"));
-        }
+    if has_policy(oid, HIDE) {
+        run(&format!("DROP POLICY {HIDE} ON {table}"));
+    }
+    if !enabled_here {
+        return; // the owner's row security, as it was
     }
     let (enabled, _, others) = row_security(oid);
-    if enabled && enabled_here && others == 0 {
+    if others > 0 {
+        // policies of the owner's came since: without ours they alone would decide who sees
+        // what, so access stays as it is
+        notice!(
+            "jsonb_ttl: row security of {table} stays on, with {KEEP}: the table has policies of its own now"
+        );
+        return;
+    }
+    if has_policy(oid, KEEP) {
+        run(&format!("DROP POLICY {KEEP} ON {table}"));
+    }
+    if enabled {
         run(&format!("ALTER TABLE {table} DISABLE ROW LEVEL SECURITY"));
     }
 }

@@ -87,7 +87,19 @@ DROP INDEX offers_ttl_idx;
 SELECT relrowsecurity, (SELECT count(*) FROM pg_policies WHERE tablename = 'offers') AS policies
 FROM pg_class WHERE oid = 'offers'::regclass;
 
-DROP TABLE offers, notes;
+-- row security off but policies present: enabling it would put them in force, so refused
+CREATE TABLE drafts (id int, doc jsonb);
+CREATE POLICY dormant ON drafts AS RESTRICTIVE USING (id > 100);
+SELECT ttl_index_create('drafts', 'at', 0, hide_expired => true);
+-- a policy of the owner's added after hide_expired: turning it off leaves access as it is
+DROP POLICY dormant ON drafts;
+SELECT FROM ttl_index_create('drafts', 'at', 0, hide_expired => true);
+CREATE POLICY own ON drafts USING (id < 10);
+SELECT hide_expired FROM ttl_index_alter('drafts', hide_expired => false);
+SELECT relrowsecurity, (SELECT string_agg(policyname, ',' ORDER BY policyname) FROM pg_policies WHERE tablename = 'drafts')
+FROM pg_class WHERE oid = 'drafts'::regclass;
+
+DROP TABLE offers, notes, drafts;
 RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM hide_owner;
 DROP ROLE hide_owner, hide_reader, hide_bypass;
