@@ -5,11 +5,14 @@
 //! It reads the table as the caller (a preview is the caller's own query: the caller needs
 //! SELECT on it, and row security applies to the caller as to any query), through the TTL
 //! index, with the planner pins of the worker's statements (see [`crate::planner`]); a
-//! partitioned table is read whole.
+//! partitioned table is read whole. A TTL index with a filter is the exception: the filter is
+//! the owner's code, so that query runs as the owner, for a caller who may read the table and
+//! to whom row security does not apply.
 
 use crate::api::required;
 use crate::catalog::{self, Part, Scope};
 use crate::error::raise;
+use crate::owner;
 use crate::planner::MARKER;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys::Oid;
@@ -76,10 +79,45 @@ fn ttl_expire_preview(
         index.qualified_table
     );
     let expire_after: Interval = index.expire_after;
-    let row = Spi::get_three_with_args::<i64, TimestampWithTimeZone, TimestampWithTimeZone>(
-        &sql,
-        &[at.into(), expire_after.into()],
-    )
-    .unwrap_or_else(|e| error!("jsonb_ttl: cannot preview {}: {e}", index.display_name));
+    let query = || {
+        Spi::get_three_with_args::<i64, TimestampWithTimeZone, TimestampWithTimeZone>(
+            &sql,
+            &[at.into(), expire_after.into()],
+        )
+        .unwrap_or_else(|e| error!("jsonb_ttl: cannot preview {}: {e}", index.display_name))
+    };
+    let row = match index.filter_sql {
+        None => query(),
+        // The filter is the owner's code (functions, operators): it runs as the owner, never as
+        // the caller, who may be a superuser. So the caller must be able to read the table, and
+        // row security must not apply to them (the owner's view would show what it hides).
+        Some(_) => {
+            let access = Spi::get_two_with_args::<bool, bool>(
+                "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
+                        pg_catalog.row_security_active($1)",
+                &[tbl.into()],
+            );
+            let Ok((Some(true), Some(row_security))) = access else {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!("permission denied for table {}", index.display_name),
+                    "ttl_expire_preview reads the table: it needs SELECT on it.",
+                )
+            };
+            unsafe { pgrx::pg_sys::LockRelationOid(tbl, pgrx::pg_sys::AccessShareLock as _) };
+            let owner = owner::table_owner(tbl).unwrap_or_else(|| error!("jsonb_ttl: no table"));
+            if row_security && !owner::has_privileges_of(owner) {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!(
+                        "row security applies to you on {}: its filtered TTL index is previewed by its owner only",
+                        index.display_name
+                    ),
+                    "The filter runs as the table's owner, who sees rows your policies hide.",
+                )
+            }
+            owner::as_table_owner(owner, &[], query)
+        }
+    };
     TableIterator::once((row.0.unwrap_or(0), row.1, row.2))
 }

@@ -58,6 +58,18 @@ SELECT filter FROM ttl_index_create('cache', 'doc.at', interval '1 hour',
 RESET search_path;
 SELECT filter, filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
 INSERT INTO cache VALUES (6, 'tmp-upload', '{"at": "2019-01-01T00:00:00Z"}');
+-- the filter is the owner's code: the preview runs it as the owner, for a caller who may
+-- read the table and to whom row security does not apply
+CREATE ROLE filter_reader;
+SET ROLE filter_reader;
+SELECT rows FROM ttl_expire_preview('cache');
+RESET ROLE;
+GRANT SELECT ON cache TO filter_reader;
+SET ROLE filter_reader;
+SELECT rows FROM ttl_expire_preview('cache');
+RESET ROLE;
+REVOKE SELECT ON cache FROM filter_reader;
+DROP ROLE filter_reader;
 SELECT ttl_expire_now('cache');
 SELECT ttl_index_drop('cache');
 
