@@ -390,6 +390,14 @@ STRICT STABLE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_build_sql_wrapper';
+CREATE FUNCTION @extschema@."_ttl_index_role"(
+	"tbl" oid, /* Oid */
+	"index" oid /* Oid */
+) RETURNS TEXT /* Option < String > */
+STRICT STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_role_wrapper';
 CREATE FUNCTION @extschema@."_ttl_touch"()
 	RETURNS TRIGGER
 	LANGUAGE c
@@ -414,6 +422,7 @@ IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_expires_at_wrapper';
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_index_role(oid, oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text) FROM PUBLIC;
 CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
 RETURNS @extschema@.ttl_index_info
@@ -542,9 +551,9 @@ $$;
 -- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index (or its per-row
 -- TTL index), and ALTER TABLE … RENAME COLUMN of a column it reads: the catalog follows the
 -- new name. Only entries whose recorded name no longer exists are updated (the command reports
--- the index, or the table and the renamed column's number), and only for an index of the shape
--- of ours (one expression, partial), so that renaming another index of a table whose TTL index
--- is not built yet (build => false) changes nothing.
+-- the index, or the table and the renamed column's number), and only for an index that is
+-- ours by its expression and predicate (_ttl_index_role), so that renaming another index of a
+-- table whose TTL index is not built yet (build => false) changes nothing.
 CREATE OR REPLACE FUNCTION @extschema@._ttl_on_ddl_command_end()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -559,19 +568,18 @@ BEGIN
     JOIN pg_index i ON i.indexrelid = c.oid
     WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
       AND i.indrelid = t.table_oid::oid
-      AND i.indpred IS NOT NULL AND i.indnatts = 1 AND i.indkey[0] = 0  -- the shape of ours
       AND NOT EXISTS (SELECT FROM pg_class x
-                      WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace);
+                      WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace)
+      AND @extschema@._ttl_index_role(t.table_oid, c.oid) = 'index_name';
     UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
     FROM pg_event_trigger_ddl_commands() d
     JOIN pg_class c ON c.oid = d.objid
     JOIN pg_index i ON i.indexrelid = c.oid
     WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
       AND i.indrelid = t.table_oid::oid AND t.row_ttl_index_name IS NOT NULL
-      AND i.indpred IS NOT NULL AND i.indnatts = 1 AND i.indkey[0] = 0
-      AND c.relname <> t.index_name
       AND NOT EXISTS (SELECT FROM pg_class x
-                      WHERE x.relname = t.row_ttl_index_name AND x.relnamespace = c.relnamespace);
+                      WHERE x.relname = t.row_ttl_index_name AND x.relnamespace = c.relnamespace)
+      AND @extschema@._ttl_index_role(t.table_oid, c.oid) = 'row_ttl_index_name';
     UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname
     FROM pg_event_trigger_ddl_commands() d
     JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid

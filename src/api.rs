@@ -747,7 +747,7 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         if removed >= max_rows {
             break;
         }
-        if !index.index_ready {
+        if !index.index_ready && !index.foreign {
             // not built yet (build => false) or not valid: deleting would scan the whole table
             notice!(
                 "jsonb_ttl: {} has no valid index {} yet: nothing deleted there",

@@ -316,3 +316,34 @@ pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, St
         })
         .collect()
 }
+
+/// Which index of the TTL index of `tbl` the index `index` is, going by what it is (its
+/// expression and predicate, as `pg_get_expr` shows them), whatever its name: its catalog
+/// column (`index_name`, `row_ttl_index_name`), or NULL. The sql/api.sql event trigger follows
+/// ALTER INDEX … RENAME with it, so renaming another index of the table never moves the
+/// catalog (while a `build => false` index is not built yet, its name points at nothing).
+#[pg_extern(stable, parallel_safe, name = "_ttl_index_role")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
+    let ext = catalog::extension_schema();
+    let entry = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
+        .into_iter()
+        .next()?;
+    let (Some(expression), Some(predicate)) = Spi::get_two_with_args::<String, String>(
+        "SELECT pg_catalog.pg_get_expr(indexprs, indrelid), pg_catalog.pg_get_expr(indpred, indrelid) \
+         FROM pg_catalog.pg_index \
+         WHERE indexrelid OPERATOR(pg_catalog.=) $1 AND indrelid OPERATOR(pg_catalog.=) $2",
+        &[index.into(), tbl.into()],
+    )
+    .ok()?
+    else {
+        return None;
+    };
+    index_specs(&ext, &entry)
+        .into_iter()
+        .find(|(_, _, ours, our_predicate)| {
+            filter::canonical(tbl, ours, false) == expression
+                && filter::canonical(tbl, our_predicate, true) == predicate
+        })
+        .map(|(column, ..)| column.to_string())
+}

@@ -10,6 +10,11 @@ INSERT INTO events SELECT g, jsonb_build_object('at', 1550165973 + g) FROM gener
 SELECT index_name, is_newly_created, unnest(build_sql) AS build_sql
 FROM ttl_index_create('events', 'at', interval '1 day', build => false);
 SELECT index_name, index_size FROM ttl_indexes WHERE table_name = 'events'::regclass;
+-- renaming another index of the table meanwhile does not make it the TTL index
+CREATE INDEX events_kind ON events ((doc ->> 'kind')) WHERE doc ? 'kind';
+ALTER INDEX events_kind RENAME TO events_by_kind;
+SELECT index_name FROM ttl_indexes WHERE table_name = 'events'::regclass;
+DROP INDEX events_by_kind;
 -- the same call again hands the statements back again
 SELECT is_newly_created, cardinality(build_sql)
 FROM ttl_index_create('events', 'at', interval '1 day', build => false);
