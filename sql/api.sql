@@ -236,6 +236,13 @@ BEGIN
             PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
         END IF;
     END LOOP;
+    -- a filter names columns: written again from the index predicate, which follows renames
+    PERFORM @extschema@._ttl_filter_refresh(t.table_oid)
+    FROM @extschema@.ttl_index t
+    WHERE t.filter_sql IS NOT NULL
+      AND t.table_oid::oid IN (SELECT d.objid FROM pg_event_trigger_ddl_commands() d
+                               WHERE d.classid = 'pg_class'::regclass
+                                 AND d.object_type = 'table column');
     -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
     IF EXISTS (SELECT FROM @extschema@.ttl_index t
                JOIN pg_class c ON c.oid = t.table_oid
@@ -286,6 +293,7 @@ REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_index_role(oid, oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_filter_refresh(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;

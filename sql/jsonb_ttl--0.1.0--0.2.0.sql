@@ -398,6 +398,13 @@ STRICT STABLE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_role_wrapper';
+CREATE FUNCTION @extschema@."_ttl_filter_refresh"(
+	"tbl" oid /* Oid */
+) RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_filter_refresh_wrapper';
 CREATE FUNCTION @extschema@."_ttl_touch"()
 	RETURNS TRIGGER
 	LANGUAGE c
@@ -423,6 +430,7 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_expires_at_wrapper';
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_index_role(oid, oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._ttl_filter_refresh(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text) FROM PUBLIC;
 CREATE OR REPLACE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
 RETURNS @extschema@.ttl_index_info
@@ -604,6 +612,13 @@ BEGIN
             PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
         END IF;
     END LOOP;
+    -- a filter names columns: written again from the index predicate, which follows renames
+    PERFORM @extschema@._ttl_filter_refresh(t.table_oid)
+    FROM @extschema@.ttl_index t
+    WHERE t.filter_sql IS NOT NULL
+      AND t.table_oid::oid IN (SELECT d.objid FROM pg_event_trigger_ddl_commands() d
+                               WHERE d.classid = 'pg_class'::regclass
+                                 AND d.object_type = 'table column');
     -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
     IF EXISTS (SELECT FROM @extschema@.ttl_index t
                JOIN pg_class c ON c.oid = t.table_oid

@@ -383,3 +383,69 @@ fn qualified(table: Oid, expr: *mut pg_sys::Node) -> Result<String, String> {
         })
     }
 }
+
+/// The filter of the TTL index of `table`, read again from its index's predicate (which
+/// PostgreSQL keeps by column number): after ALTER TABLE … RENAME COLUMN the stored text names
+/// the old column, and every statement carrying it would fail. `predicate` is the index's
+/// `pg_index.indpred`; ours is `<reference> IS NOT NULL AND <filter> [AND …]`, an AND whose
+/// second argument is the filter. `None` when it is not of that form.
+pub fn from_index_predicate(table: Oid, predicate: &str) -> Option<Filter> {
+    let predicate = CString::new(predicate).ok()?;
+    unsafe {
+        let node = pg_sys::stringToNode(predicate.as_ptr()) as *mut pg_sys::Node;
+        if node.is_null() || (*node).type_ != NodeTag::T_BoolExpr {
+            return None;
+        }
+        let and = &*(node as *mut pg_sys::BoolExpr);
+        if and.boolop != pg_sys::BoolExprType::AND_EXPR {
+            return None;
+        }
+        let filter = PgList::<pg_sys::Node>::from_pg(and.args).get_ptr(1)?;
+        with_canonical_output(|| {
+            Some(Filter {
+                shown: deparse(table, filter),
+                sql: qualified(table, filter).ok()?,
+            })
+        })
+    }
+}
+
+/// The filter of the TTL index of `tbl` written again from its index (see
+/// [`from_index_predicate`]): the sql/api.sql event trigger calls it after ALTER TABLE …
+/// RENAME COLUMN of a table whose TTL index has a filter.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_filter_refresh")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_filter_refresh(tbl: Oid) {
+    let ext = crate::catalog::extension_schema();
+    let Some(index) = crate::catalog::load(&ext, Some(tbl), crate::catalog::Scope::Entries)
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let predicate = Spi::get_one_with_args::<String>(
+        "SELECT i.indpred::pg_catalog.text FROM pg_catalog.pg_index i \
+         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
+         WHERE i.indrelid OPERATOR(pg_catalog.=) $1 \
+           AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name",
+        &[tbl.into(), index.index_name.clone().into()],
+    )
+    .ok()
+    .flatten();
+    // not built yet (build => false): the statements it hands back will name the old column
+    // and fail, saying which; ttl_index_drop and create again
+    let Some(filter) = predicate.and_then(|predicate| from_index_predicate(tbl, &predicate)) else {
+        return;
+    };
+    let owner = crate::catalog::catalog_owner(&ext);
+    crate::owner::as_catalog_owner(owner, || {
+        Spi::run_with_args(
+            &format!(
+                "UPDATE {ext}.ttl_index SET filter = $2, filter_sql = $3 \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+            ),
+            &[tbl.into(), filter.shown.into(), filter.sql.into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
+}

@@ -31,6 +31,11 @@
 use pgrx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+// 0.2.0 needs PostgreSQL 15 or later (CREATE OR REPLACE TRIGGER, the raw parser's modes,
+// MarkGUCPrefixReserved…); the pg13/pg14 features of pgrx stay declared but do not build.
+#[cfg(any(feature = "pg13", feature = "pg14"))]
+compile_error!("jsonb_ttl supports PostgreSQL 15, 16, 17 and 18");
+
 pub mod api;
 pub use jsonb_ttl_core::{batch_size, parse, path};
 pub mod bgw;

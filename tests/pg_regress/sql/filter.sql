@@ -40,6 +40,12 @@ SELECT is_newly_created
 FROM ttl_index_create('cache', 'doc.at', interval '1 hour',
                       filter => $$kind = 'session' OR doc->>'ephemeral' = 'yes'$$);
 SELECT ttl_index_create('cache', 'doc.at', interval '1 hour', filter => $$kind = 'session'$$);
+-- a renamed column: the filter follows it (read again from the index predicate)
+ALTER TABLE cache RENAME COLUMN kind TO category;
+SELECT filter, filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
+INSERT INTO cache VALUES (7, 'session', '{"at": "2019-01-01T00:00:00Z"}');
+SELECT ttl_expire_now('cache');
+ALTER TABLE cache RENAME COLUMN category TO kind;
 -- expire_after changes without touching the filter; a time_zone rebuild keeps it
 SELECT expire_after, filter FROM ttl_index_alter('cache', interval '2 hours');
 SELECT ttl_index_drop('cache');
