@@ -3,7 +3,7 @@
 # the same run on the same cluster. Exits non-zero only when the benchmark could not run, never
 # because a target was missed.
 #   bench/run.sh [--scale F] [--repeat K] [--only CASE,...]
-#     --scale F   multiplies every data size (default 1: 1M rows, ~10 minutes on 2 cores)
+#     --scale F   multiplies every data size (default 1: 1M rows, ~20 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
 #     --only      a comma-separated subset of: parser,purge,insert,options,partitions,lag,impact,
 #                 growth,idle,batch
