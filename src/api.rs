@@ -609,11 +609,7 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     set_column(&ext, &table, "time_zone", zone.into());
     let schema = quote_identifier(&table.schema);
     for (column, name, expression, predicate) in index_specs(&ext, &rezoned) {
-        let exists = Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-            &[format!("{schema}.{}", quote_identifier(&name)).into()],
-        );
-        if exists != Ok(Some(true)) {
+        if !build::index_exists(&format!("{schema}.{}", quote_identifier(&name))) {
             continue; // not built yet (build => false): build_sql now gives the new zone's
         }
         let building = choose_index_name(&table, "_ttl_idx", &[]);

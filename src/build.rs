@@ -121,13 +121,7 @@ pub fn statements(
         quote_identifier(schema),
         quote_identifier(index_name)
     );
-    let exists = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-        &[root_index.clone().into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(false);
+    let exists = index_exists(&root_index);
     let members = members(table, exists.then_some(root_index.as_str()));
     let Some(root) = members.first() else {
         return Vec::new();
@@ -279,15 +273,22 @@ pub fn free_index_name(
     unreachable!()
 }
 
+/// Whether the index `qualified` (`schema.name`, quoted) exists.
+pub fn index_exists(qualified: &str) -> bool {
+    Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+        &[qualified.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
 /// Drops the index `name` of `schema` (quoted) if it is there (not built yet: `build =>
 /// false`; dropped already: by the sql_drop event trigger).
 pub fn drop_index(schema: &str, name: &str) {
     let index = format!("{schema}.{}", quote_identifier(name));
-    let there = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-        &[index.clone().into()],
-    );
-    if there == Ok(Some(true)) {
+    if index_exists(&index) {
         Spi::run(&format!("DROP INDEX {index}"))
             .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
     }

@@ -198,14 +198,7 @@ pub fn install(ext: &str, index: &TtlIndex) {
              writing a value into it would not. Use a jsonb column, or set the time yourself.",
         );
     }
-    let ours = format!("{ext}._ttl_touch()");
-    let foreign = Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger \
-         WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2::pg_catalog.name \
-           AND tgfoid OPERATOR(pg_catalog.<>) $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid)",
-        &[index.table.into(), TRIGGER.into(), ours.clone().into()],
-    );
-    if foreign != Ok(Some(false)) {
+    if trigger_is_ours(ext, index.table) == Some(false) {
         raise(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
             format!(
@@ -233,6 +226,23 @@ pub fn install(ext: &str, index: &TtlIndex) {
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot create the touch trigger: {e}"));
 }
 
+/// Whether `table`'s trigger named [`TRIGGER`] runs our `_ttl_touch()`; `None` when it has none.
+fn trigger_is_ours(ext: &str, table: Oid) -> Option<bool> {
+    Spi::get_one_with_args::<bool>(
+        "SELECT (SELECT tgfoid OPERATOR(pg_catalog.=) \
+                        $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid \
+                 FROM pg_catalog.pg_trigger \
+                 WHERE tgrelid OPERATOR(pg_catalog.=) $1 \
+                   AND tgname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
+        &[
+            table.into(),
+            TRIGGER.into(),
+            format!("{ext}._ttl_touch()").into(),
+        ],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot read the triggers of the table: {e}"))
+}
+
 /// Drops the touch trigger of `index`'s table, if it is there.
 pub fn remove(ext: &str, index: &TtlIndex) {
     remove_from(ext, index.table, &index.qualified_table);
@@ -240,13 +250,7 @@ pub fn remove(ext: &str, index: &TtlIndex) {
 
 /// Drops the touch trigger of `table` (`qualified`: its quoted name), if it is there and ours.
 pub fn remove_from(ext: &str, table: Oid, qualified: &str) {
-    let ours = Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger \
-         WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2::pg_catalog.name \
-           AND tgfoid OPERATOR(pg_catalog.=) $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid)",
-        &[table.into(), TRIGGER.into(), format!("{ext}._ttl_touch()").into()],
-    );
-    if ours == Ok(Some(true)) {
+    if trigger_is_ours(ext, table) == Some(true) {
         Spi::run(&format!("DROP TRIGGER {TRIGGER} ON {qualified}"))
             .unwrap_or_else(|e| error!("jsonb_ttl: cannot drop the touch trigger: {e}"));
     }

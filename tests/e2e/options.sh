@@ -66,17 +66,21 @@ expect_eq "after 4 s the idle session is gone, the active one stays" "active" \
 eventually_eq "once idle for 2 s the active one goes too" 10 0 app "SELECT count(*) FROM sessions"
 
 echo "the attack: hostile names through the superuser's event trigger paths"
-# RENAME COLUMN makes the event trigger (SECURITY DEFINER) write the touch trigger again as a
-# superuser, and DROP INDEX makes it drop the trigger and policies: names must stay names
+# RENAME COLUMN makes the event trigger (SECURITY DEFINER) write the touch trigger and the
+# filter again as a superuser, and DROP INDEX makes it drop the trigger and policies: names
+# must stay names
 q app <<'SQL'
 SET ROLE tenant;
 CREATE TABLE canary (id int);
 CREATE TABLE "evil'); DROP TABLE canary; --" ("at'); DROP TABLE canary; --" jsonb);
 SELECT FROM ttl_index_create($t$public."evil'); DROP TABLE canary; --"$t$, $p$"at'); DROP TABLE canary; --".x$p$,
-                             interval '1 day', touch => true, hide_expired => true);
+                             interval '1 day', touch => true, hide_expired => true,
+                             filter => $f$"at'); DROP TABLE canary; --" ? 'x'$f$);
 ALTER TABLE "evil'); DROP TABLE canary; --" RENAME COLUMN "at'); DROP TABLE canary; --" TO "b"")); DROP TABLE canary; --";
 INSERT INTO "evil'); DROP TABLE canary; --" VALUES ('{}');
 SQL
+expect_eq "the filter names the renamed column" t \
+  "$(q app -c "SELECT filter_sql LIKE '%\"b\"\")); DROP TABLE canary; --\" OPERATOR(pg_catalog.?)%' FROM ttl_index WHERE table_oid = '\"evil''); DROP TABLE canary; --\"'::regclass")"
 expect_eq "the renamed column is touched, and the canary lives" "t t" \
   "$(q app -c "SELECT (\"b\"\")); DROP TABLE canary; --\" -> 'x') IS NOT NULL FROM \"evil'); DROP TABLE canary; --\"") $(q app -c "SELECT to_regclass('canary') IS NOT NULL")"
 q app -c "SET ROLE tenant" -c "DROP INDEX \"evil'); DROP TABLE canary; --_ttl_idx\""
