@@ -1,7 +1,15 @@
--- The SQL face of jsonb_ttl. The work is done by the Rust functions named _ttl_*; these
--- wrappers give them their documented signatures and results.
+-- The SQL face of jsonb_ttl. The work is done by the Rust functions named _ttl_*, in the schema
+-- jsonb_ttl_internal (sql/catalog.sql); these wrappers give them their documented signatures
+-- and results.
 
--- Every TTL index of the database.
+-- The touch trigger function (a #[pg_trigger], which pgrx creates in the extension's schema)
+-- joins the other internals.
+ALTER FUNCTION @extschema@._ttl_touch() SET SCHEMA jsonb_ttl_internal;
+
+-- Every TTL index of the database. Like every statement of the install and update scripts, the
+-- views are written down to their operators (OPERATOR(pg_catalog.=)), types and functions
+-- (pg_catalog.…), so that nothing a role with CREATE on the extension's schema planted there
+-- first can be a better match and be bound into them.
 CREATE VIEW ttl_indexes AS
 SELECT t.table_oid                          AS table_name,
        t.column_name,
@@ -10,7 +18,7 @@ SELECT t.table_oid                          AS table_name,
        t.expire_after,
        t.numeric_unit,
        t.index_name,
-       pg_catalog.pg_relation_size(i.oid)   AS index_size,
+       pg_catalog.pg_relation_size(i.oid::pg_catalog.regclass) AS index_size,
        t.created_at,
        t.time_zone,
        t.paused_at,
@@ -20,20 +28,23 @@ SELECT t.table_oid                          AS table_name,
        t.row_ttl_path,
        t.drop_partitions
 FROM @extschema@.ttl_index t
-JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
-LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal.index_oid o
+       ON o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) o.index_oid;
 GRANT SELECT ON ttl_indexes TO PUBLIC;
 
-CREATE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
+CREATE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
+           jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
            t.drop_partitions
-    FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
+    FROM @extschema@.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
@@ -46,11 +57,11 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
+    created boolean := jsonb_ttl_internal._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
                                                      filter, touch, build, hide_expired,
                                                      row_ttl_path, drop_partitions);
 BEGIN
-    RETURN @extschema@._ttl_index_info(tbl, created);
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text) IS
@@ -65,7 +76,7 @@ RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT @extschema@.ttl_index_create(tbl, path, @extschema@._ttl_seconds(expire_after), numeric_unit,
+    SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), numeric_unit,
                                         time_zone, filter, touch, build, hide_expired,
                                         row_ttl_path, drop_partitions)
 $$;
@@ -87,21 +98,21 @@ BEGIN
                   HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+        PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
     END IF;
     IF time_zone IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
+        PERFORM jsonb_ttl_internal._ttl_index_set_time_zone(tbl, time_zone);
     END IF;
     IF touch IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_touch(tbl, touch);
+        PERFORM jsonb_ttl_internal._ttl_index_set_touch(tbl, touch);
     END IF;
     IF hide_expired IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_hide_expired(tbl, hide_expired);
+        PERFORM jsonb_ttl_internal._ttl_index_set_hide_expired(tbl, hide_expired);
     END IF;
     IF drop_partitions IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_drop_partitions(tbl, drop_partitions);
+        PERFORM jsonb_ttl_internal._ttl_index_set_drop_partitions(tbl, drop_partitions);
     END IF;
-    RETURN @extschema@._ttl_index_info(tbl, false);
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, false);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text) IS
@@ -112,21 +123,21 @@ RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT @extschema@.ttl_index_alter(tbl, @extschema@._ttl_seconds(expire_after))
+    SELECT @extschema@.ttl_index_alter(tbl, jsonb_ttl_internal._ttl_seconds(expire_after))
 $$;
 
 CREATE FUNCTION ttl_index_drop(tbl regclass)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT @extschema@._ttl_index_drop(tbl) $$;
+AS $$ SELECT jsonb_ttl_internal._ttl_index_drop(tbl) $$;
 COMMENT ON FUNCTION ttl_index_drop(regclass) IS 'Drops the TTL index of a table and its catalog entry.';
 
 CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT NULL, max_rows bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT @extschema@._ttl_expire_now(tbl, max_rows) $$;
+AS $$ SELECT jsonb_ttl_internal._ttl_expire_now(tbl, max_rows) $$;
 COMMENT ON FUNCTION ttl_expire_now(regclass, bigint) IS
   'Removes expired rows now, in this transaction: of one table, or of every TTL table the caller owns, each as its owner.';
 
@@ -134,7 +145,7 @@ CREATE FUNCTION ttl_expire_preview(tbl regclass, at timestamptz DEFAULT now())
 RETURNS TABLE (rows bigint, oldest timestamptz, newest timestamptz)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl, at) $$;
+AS $$ SELECT * FROM jsonb_ttl_internal._ttl_expire_preview(tbl, at) $$;
 COMMENT ON FUNCTION ttl_expire_preview(regclass, timestamptz) IS
   'What the TTL index of a table would remove at a time (now by default): how many rows, their oldest and newest reference times. Removes nothing.';
 
@@ -142,51 +153,66 @@ CREATE FUNCTION ttl_index_resume(tbl regclass)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT @extschema@._ttl_index_resume(tbl) $$;
+AS $$ SELECT jsonb_ttl_internal._ttl_index_resume(tbl) $$;
 COMMENT ON FUNCTION ttl_index_resume(regclass) IS
   'Lifts a pause of the safety brake on the TTL index of a table; the brake holds again once the worker has drained the table.';
 
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
--- owner may not write the catalog; it only acts on what pg_event_trigger_dropped_objects()
--- reports, which no caller can forge.
-CREATE FUNCTION @extschema@._ttl_on_sql_drop()
+-- owner may not write the catalog. It acts on the OIDs pg_event_trigger_dropped_objects()
+-- reports (which no caller can forge), matched against the OIDs the extension recorded for
+-- each TTL index (jsonb_ttl_internal.index_oid), never on names: a name can be renamed away,
+-- squatted or reused by another role.
+CREATE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    dropped pg_catalog.oid[] := ARRAY(
+        SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() d
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.objsubid OPERATOR(pg_catalog.=) 0);
     gone record;
 BEGIN
     FOR gone IN
         DELETE FROM @extschema@.ttl_index t
-        USING pg_event_trigger_dropped_objects() d
-        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-          AND (d.objid = t.table_oid::oid
-               OR (d.object_type = 'index' AND d.object_name = t.index_name
-                   AND d.schema_name = (SELECT n.nspname FROM pg_class c
-                                        JOIN pg_namespace n ON n.oid = c.relnamespace
-                                        WHERE c.oid = t.table_oid)))
-        RETURNING t.table_oid::oid AS relid, t.touch, t.hide_expired, t.hide_enabled_row_security,
-                  t.row_ttl_index_name
+        WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
+           OR EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                      WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                        AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+                        AND o.index_oid OPERATOR(pg_catalog.=) ANY (dropped))
+        RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch, t.hide_expired,
+                  t.hide_enabled_row_security,
+                  (SELECT o.index_oid FROM jsonb_ttl_internal.index_oid o
+                   WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                     AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+                     AND NOT o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)) AS row_ttl_index
     LOOP
         -- DROP INDEX of a TTL index: its touch trigger, policies and per-row TTL index go with it
-        IF gone.touch OR gone.hide_expired OR gone.row_ttl_index_name IS NOT NULL THEN
-            PERFORM @extschema@._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
-                                                     gone.hide_enabled_row_security,
-                                                     gone.row_ttl_index_name);
+        IF gone.touch OR gone.hide_expired OR gone.row_ttl_index IS NOT NULL THEN
+            PERFORM jsonb_ttl_internal._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
+                                                            gone.hide_enabled_row_security,
+                                                            gone.row_ttl_index);
         END IF;
     END LOOP;
+    -- DROP INDEX of a per-row TTL index: its name is cleared; its rows wait for a new one
+    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = NULL
+    FROM jsonb_ttl_internal.index_oid o
+    WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+      AND o.index_oid OPERATOR(pg_catalog.=) ANY (dropped);
+    DELETE FROM jsonb_ttl_internal.index_oid o
+    WHERE o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)
+       OR o.table_oid OPERATOR(pg_catalog.=) ANY (dropped);
 END
 $$;
-CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION @extschema@._ttl_on_sql_drop();
+CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop();
 
--- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a TTL index (or its per-row
--- TTL index), and ALTER TABLE … RENAME COLUMN of a column it reads: the catalog follows the
--- new name. Only entries whose recorded name no longer exists are updated (the command reports
--- the index, or the table and the renamed column's number), and only for an index that is
--- ours by its expression and predicate (_ttl_index_role), so that renaming another index of a
--- table whose TTL index is not built yet (build => false) changes nothing.
-CREATE FUNCTION @extschema@._ttl_on_ddl_command_end()
+-- CREATE INDEX of an index that is one of a TTL index's (on its table, with its expression and
+-- predicate: a restore, the build_sql statements of build => false): its OID is recorded.
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a recorded index, and ALTER
+-- TABLE … RENAME COLUMN of a column a TTL index reads: the catalog follows the new name, by OID.
+CREATE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -194,59 +220,72 @@ AS $$
 DECLARE
     renamed record;
 BEGIN
+    PERFORM jsonb_ttl_internal._ttl_track_indexes(t.table_oid::pg_catalog.oid)
+    FROM @extschema@.ttl_index t
+    WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+              SELECT i.indrelid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text));
     UPDATE @extschema@.ttl_index t SET index_name = c.relname
-    FROM pg_event_trigger_ddl_commands() d
-    JOIN pg_class c ON c.oid = d.objid
-    JOIN pg_index i ON i.indexrelid = c.oid
-    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
-      AND i.indrelid = t.table_oid::oid
-      AND NOT EXISTS (SELECT FROM pg_class x
-                      WHERE x.relname = t.index_name AND x.relnamespace = c.relnamespace)
-      AND @extschema@._ttl_index_role(t.table_oid, c.oid) = 'index_name';
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+      AND t.index_name OPERATOR(pg_catalog.<>) c.relname;
     UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
-    FROM pg_event_trigger_ddl_commands() d
-    JOIN pg_class c ON c.oid = d.objid
-    JOIN pg_index i ON i.indexrelid = c.oid
-    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'index'
-      AND i.indrelid = t.table_oid::oid AND t.row_ttl_index_name IS NOT NULL
-      AND NOT EXISTS (SELECT FROM pg_class x
-                      WHERE x.relname = t.row_ttl_index_name AND x.relnamespace = c.relnamespace)
-      AND @extschema@._ttl_index_role(t.table_oid, c.oid) = 'row_ttl_index_name';
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+      AND t.row_ttl_index_name IS DISTINCT FROM c.relname;
     UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname
-    FROM pg_event_trigger_ddl_commands() d
-    JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
-    WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
-      AND d.objid = t.table_oid::oid AND NOT a.attisdropped AND t.row_ttl_column IS NOT NULL
-      AND NOT EXISTS (SELECT FROM pg_attribute x
-                      WHERE x.attrelid = t.table_oid AND x.attname = t.row_ttl_column
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                  AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+      AND d.objid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid AND NOT a.attisdropped
+      AND t.row_ttl_column IS NOT NULL
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                      WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                        AND x.attname OPERATOR(pg_catalog.=) t.row_ttl_column
                         AND NOT x.attisdropped);
     FOR renamed IN
         UPDATE @extschema@.ttl_index t SET column_name = a.attname
-        FROM pg_event_trigger_ddl_commands() d
-        JOIN pg_attribute a ON a.attrelid = d.objid AND a.attnum = d.objsubid
-        WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table column'
-          AND d.objid = t.table_oid::oid AND NOT a.attisdropped
-          AND NOT EXISTS (SELECT FROM pg_attribute x
-                          WHERE x.attrelid = t.table_oid AND x.attname = t.column_name
+        FROM pg_catalog.pg_event_trigger_ddl_commands() d
+        JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                      AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+          AND d.objid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid AND NOT a.attisdropped
+          AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                          WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                            AND x.attname OPERATOR(pg_catalog.=) t.column_name
                             AND NOT x.attisdropped)
-        RETURNING t.table_oid::oid AS relid, t.touch
+        RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch
     LOOP
         -- the touch trigger names the column it writes
         IF renamed.touch THEN
-            PERFORM @extschema@._ttl_touch_refresh(renamed.relid);
+            PERFORM jsonb_ttl_internal._ttl_touch_refresh(renamed.relid);
         END IF;
     END LOOP;
     -- a filter names columns: written again from the index predicate, which follows renames
-    PERFORM @extschema@._ttl_filter_refresh(t.table_oid)
+    PERFORM jsonb_ttl_internal._ttl_filter_refresh(t.table_oid::pg_catalog.oid)
     FROM @extschema@.ttl_index t
     WHERE t.filter_sql IS NOT NULL
-      AND t.table_oid::oid IN (SELECT d.objid FROM pg_event_trigger_ddl_commands() d
-                               WHERE d.classid = 'pg_class'::regclass
-                                 AND d.object_type = 'table column');
+      AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+              SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text));
     -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
     IF EXISTS (SELECT FROM @extschema@.ttl_index t
-               JOIN pg_class c ON c.oid = t.table_oid
-               JOIN pg_event_trigger_ddl_commands() d ON d.objid = c.oid
+               JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+               JOIN pg_catalog.pg_event_trigger_ddl_commands() d ON d.objid OPERATOR(pg_catalog.=) c.oid
                WHERE t.hide_expired AND c.relforcerowsecurity) THEN
         RAISE EXCEPTION 'FORCE ROW LEVEL SECURITY would hide expired rows from the purge of a TTL index with hide_expired'
             USING ERRCODE = '0A000',
@@ -255,13 +294,13 @@ BEGIN
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
-    WHEN TAG IN ('ALTER INDEX', 'ALTER TABLE')
-    EXECUTE FUNCTION @extschema@._ttl_on_ddl_command_end();
+    WHEN TAG IN ('ALTER INDEX', 'ALTER TABLE', 'CREATE INDEX')
+    EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end();
 
 -- What the background worker did, one row per table it deletes from (like pg_stat_*): each TTL
 -- index of this database, or each leaf partition of a partitioned table's TTL index.
 CREATE VIEW ttl_stats AS
-SELECT l.relid::regclass                        AS table_name,
+SELECT l.relid::pg_catalog.regclass             AS table_name,
        coalesce(s.runs, 0)                      AS runs,
        coalesce(s.rows_deleted, 0)              AS rows_deleted,
        s.last_run_at,
@@ -269,17 +308,19 @@ SELECT l.relid::regclass                        AS table_name,
        coalesce(s.limit_reached, 0)             AS limit_reached,
        coalesce(s.errors, 0)                    AS errors,
        s.last_error,
-       @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
+       s.oldest_expired,
        t.table_oid                              AS ttl_table,
-       CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
+       CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
+            THEN 'foreign table: rows are not deleted through a foreign data wrapper'::pg_catalog.text
             WHEN t.paused_at IS NOT NULL THEN t.paused_reason
+            ELSE s.set_aside
        END                                      AS skipped,
        coalesce(u.rows_undeletable, 0)          AS rows_undeletable
 FROM @extschema@.ttl_index t
-CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
-JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
+CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(t.table_oid) l(relid)
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal._ttl_undeletable() u ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
 GRANT SELECT ON ttl_stats TO PUBLIC;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.
@@ -288,15 +329,16 @@ REVOKE EXECUTE ON FUNCTION ttl_stats_reset() FROM PUBLIC;
 -- extension's owner) and the event trigger functions. The other _ttl_* functions stay
 -- executable, because the documented wrappers call them as the caller: each pins its
 -- search_path and checks the caller's rights itself (tests/pg_regress/expected/acl.out).
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_wake_launcher() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_sql_drop() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_on_ddl_command_end() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_touch_refresh(oid) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_index_role(oid, oid) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_filter_refresh(oid) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_wake_launcher() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_sql_drop() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_touch_refresh(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_index_role(oid, oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_filter_refresh(oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_options_dropped(oid, boolean, boolean, boolean, oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_track_indexes(oid) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
-REVOKE EXECUTE ON FUNCTION @extschema@._ttl_worker_batch(oid, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 
 -- Tell the launcher (when preloaded) that this database now wants a worker.
-SELECT @extschema@._ttl_wake_launcher();
+SELECT jsonb_ttl_internal._ttl_wake_launcher();

@@ -1,3 +1,11 @@
+-- The extension's internals live in a schema of its own, which it creates (so a role that
+-- squatted the name makes CREATE EXTENSION fail instead of binding anything) and in which no
+-- other role may create: nothing a tenant plants there can be a better match for a call of
+-- ours. USAGE is PUBLIC, because the documented wrappers call the internals as their caller.
+CREATE SCHEMA jsonb_ttl_internal;
+COMMENT ON SCHEMA jsonb_ttl_internal IS 'jsonb_ttl: internals; nothing here is called directly.';
+GRANT USAGE ON SCHEMA jsonb_ttl_internal TO PUBLIC;
+
 -- The catalog of TTL indexes: one row per table, keyed by regclass so that ALTER TABLE RENAME
 -- and SET SCHEMA keep it, and an extension configuration table so that pg_dump dumps it.
 CREATE TABLE ttl_index (
@@ -5,10 +13,10 @@ CREATE TABLE ttl_index (
     column_name  name        NOT NULL,
     json_path    text[]      NOT NULL,   -- keys inside a jsonb column, {} for a plain column
     path         text        NOT NULL,   -- the path as given to ttl_index_create
-    expire_after interval    NOT NULL CHECK (expire_after >= interval '0'),
-    numeric_unit text        NOT NULL DEFAULT 's' CHECK (numeric_unit IN ('s', 'ms')),
+    expire_after interval    NOT NULL CHECK (expire_after OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval),
+    numeric_unit text        NOT NULL DEFAULT 's' CHECK (numeric_unit OPERATOR(pg_catalog.=) ANY (ARRAY['s'::pg_catalog.text, 'ms'::pg_catalog.text])),
     index_name   name        NOT NULL,   -- in the table's schema
-    created_at   timestamptz NOT NULL DEFAULT now(),
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     time_zone    text,                   -- the zone a timestamp or date column is read in; NULL: UTC
     paused_at    timestamptz,            -- paused by the safety brake since then; NULL: not paused
     paused_reason text,
@@ -22,7 +30,7 @@ CREATE TABLE ttl_index (
     row_ttl_column name,
     row_ttl_json_path text[],
     row_ttl_index_name name,             -- the index over the rows with a TTL of their own
-    drop_partitions text CHECK (drop_partitions IN ('drop', 'detach')) -- expired partitions go whole
+    drop_partitions text CHECK (drop_partitions OPERATOR(pg_catalog.=) ANY (ARRAY['drop'::pg_catalog.text, 'detach'::pg_catalog.text])) -- expired partitions go whole
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -46,13 +54,27 @@ CREATE TYPE ttl_index_info AS (
     drop_partitions  text
 );
 
+-- The indexes of each TTL index, by OID (objects are followed by OID, never by name: a name can
+-- be renamed away, squatted or reused by another role). `role` is the catalog column that names
+-- the index. Not a configuration table: OIDs do not survive pg_dump, and a restore records its
+-- indexes again as it creates them (the ddl_command_end event trigger of sql/api.sql).
+CREATE TABLE jsonb_ttl_internal.index_oid (
+    index_oid oid  PRIMARY KEY,
+    table_oid oid  NOT NULL,
+    role      text NOT NULL CHECK (role OPERATOR(pg_catalog.=) ANY (ARRAY['index_name'::pg_catalog.text, 'row_ttl_index_name'::pg_catalog.text])),
+    UNIQUE (table_oid, role)
+);
+COMMENT ON TABLE jsonb_ttl_internal.index_oid IS 'jsonb_ttl: the OID of each index of each TTL index.';
+
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
 -- partition of a partitioned table (ctid is unique only within one).
-CREATE FUNCTION _ttl_targets(tbl regclass) RETURNS SETOF regclass
+CREATE FUNCTION jsonb_ttl_internal._ttl_targets(tbl regclass) RETURNS SETOF regclass
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT p.relid FROM pg_partition_tree(tbl) p WHERE p.isleaf
+    SELECT p.relid FROM pg_catalog.pg_partition_tree(tbl) p WHERE p.isleaf
     UNION
-    SELECT tbl WHERE (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) <> 'p'
+    SELECT tbl WHERE (SELECT c.relkind FROM pg_catalog.pg_class c
+                      WHERE c.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)
+                     OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
 $$;

@@ -43,16 +43,16 @@ SELECT l.relid::regclass                        AS table_name,
        coalesce(s.limit_reached, 0)             AS limit_reached,
        coalesce(s.errors, 0)                    AS errors,
        s.last_error,
-       @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
+       @extschema@._ttl_oldest_expired(t.table_oid::pg_catalog.oid, l.relid::pg_catalog.oid) AS oldest_expired,
        t.table_oid                              AS ttl_table,
-       CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
+       CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char" THEN 'foreign table: rows are not deleted through a foreign data wrapper'
        END                                      AS skipped,
        coalesce(u.rows_undeletable, 0)          AS rows_undeletable
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
-JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
 GRANT SELECT ON @extschema@.ttl_stats TO PUBLIC;
 
 -- Real schemas: a timestamp or date column is read in a time zone stored with the TTL index
@@ -104,8 +104,9 @@ SELECT t.table_oid                          AS table_name,
        t.created_at,
        t.time_zone
 FROM @extschema@.ttl_index t
-JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
-LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname OPERATOR(pg_catalog.=) t.index_name
+                               AND i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace;
 GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;
 
 DROP FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text);
@@ -118,9 +119,9 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone);
+    created boolean := @extschema@._ttl_index_create(tbl::pg_catalog.oid, path, expire_after, numeric_unit, time_zone);
 BEGIN
-    RETURN @extschema@._ttl_index_info(tbl, created);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, created);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text) IS
@@ -150,12 +151,12 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Pass expire_after, time_zone or both.';
     END IF;
     IF expire_after IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+        PERFORM @extschema@._ttl_index_alter(tbl::pg_catalog.oid, expire_after);
     END IF;
     IF time_zone IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
+        PERFORM @extschema@._ttl_index_set_time_zone(tbl::pg_catalog.oid, time_zone);
     END IF;
-    RETURN @extschema@._ttl_index_info(tbl, false);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, false);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text) IS
@@ -244,7 +245,7 @@ CREATE FUNCTION @extschema@.ttl_expire_preview(tbl regclass, at timestamptz DEFA
 RETURNS TABLE (rows bigint, oldest timestamptz, newest timestamptz)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl, at) $$;
+AS $$ SELECT * FROM @extschema@._ttl_expire_preview(tbl::pg_catalog.oid, at) $$;
 COMMENT ON FUNCTION @extschema@.ttl_expire_preview(regclass, timestamptz) IS
   'What the TTL index of a table would remove at a time (now by default): how many rows, their oldest and newest reference times. Removes nothing.';
 
@@ -264,7 +265,7 @@ CREATE FUNCTION @extschema@.ttl_index_resume(tbl regclass)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT @extschema@._ttl_index_resume(tbl) $$;
+AS $$ SELECT @extschema@._ttl_index_resume(tbl::pg_catalog.oid) $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_resume(regclass) IS
   'Lifts a pause of the safety brake on the TTL index of a table; the brake holds again once the worker has drained the table.';
 CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
@@ -280,8 +281,9 @@ SELECT t.table_oid                          AS table_name,
        t.time_zone,
        t.paused_at
 FROM @extschema@.ttl_index t
-JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
-LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname OPERATOR(pg_catalog.=) t.index_name
+                               AND i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace;
 CREATE OR REPLACE VIEW @extschema@.ttl_stats AS
 SELECT l.relid::regclass                        AS table_name,
        coalesce(s.runs, 0)                      AS runs,
@@ -291,17 +293,17 @@ SELECT l.relid::regclass                        AS table_name,
        coalesce(s.limit_reached, 0)             AS limit_reached,
        coalesce(s.errors, 0)                    AS errors,
        s.last_error,
-       @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
+       @extschema@._ttl_oldest_expired(t.table_oid::pg_catalog.oid, l.relid::pg_catalog.oid) AS oldest_expired,
        t.table_oid                              AS ttl_table,
-       CASE WHEN c.relkind = 'f' THEN 'foreign table: rows are not deleted through a foreign data wrapper'
+       CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char" THEN 'foreign table: rows are not deleted through a foreign data wrapper'
             WHEN t.paused_at IS NOT NULL THEN t.paused_reason
        END                                      AS skipped,
        coalesce(u.rows_undeletable, 0)          AS rows_undeletable
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
-JOIN pg_catalog.pg_class c ON c.oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid
-LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid = l.relid::oid;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN @extschema@._ttl_undeletable() u ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
 
 -- Options of ttl_index_create: filter (partial TTL, MongoDB's partialFilterExpression; only
 -- rows it holds for expire), touch (Cosmos DB's _ts; a trigger keeps the reference at the
@@ -439,7 +441,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
-           @extschema@._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
+           @extschema@._ttl_index_build_sql(t.table_oid::pg_catalog.oid), t.hide_expired, t.row_ttl_path,
            t.drop_partitions
     FROM @extschema@.ttl_index t WHERE t.table_oid = tbl
 $$;
@@ -458,11 +460,11 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
+    created boolean := @extschema@._ttl_index_create(tbl::pg_catalog.oid, path, expire_after, numeric_unit, time_zone,
                                                      filter, touch, build, hide_expired,
                                                      row_ttl_path, drop_partitions);
 BEGIN
-    RETURN @extschema@._ttl_index_info(tbl, created);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, created);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text) IS
@@ -499,21 +501,21 @@ BEGIN
                   HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
+        PERFORM @extschema@._ttl_index_alter(tbl::pg_catalog.oid, expire_after);
     END IF;
     IF time_zone IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_time_zone(tbl, time_zone);
+        PERFORM @extschema@._ttl_index_set_time_zone(tbl::pg_catalog.oid, time_zone);
     END IF;
     IF touch IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_touch(tbl, touch);
+        PERFORM @extschema@._ttl_index_set_touch(tbl::pg_catalog.oid, touch);
     END IF;
     IF hide_expired IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_hide_expired(tbl, hide_expired);
+        PERFORM @extschema@._ttl_index_set_hide_expired(tbl::pg_catalog.oid, hide_expired);
     END IF;
     IF drop_partitions IS NOT NULL THEN
-        PERFORM @extschema@._ttl_index_set_drop_partitions(tbl, drop_partitions);
+        PERFORM @extschema@._ttl_index_set_drop_partitions(tbl::pg_catalog.oid, drop_partitions);
     END IF;
-    RETURN @extschema@._ttl_index_info(tbl, false);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, false);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean, boolean, text) IS
@@ -551,7 +553,7 @@ BEGIN
         IF gone.touch OR gone.hide_expired OR gone.row_ttl_index_name IS NOT NULL THEN
             PERFORM @extschema@._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
                                                      gone.hide_enabled_row_security,
-                                                     gone.row_ttl_index_name);
+                                                     gone.row_ttl_index_name::pg_catalog.text);
         END IF;
     END LOOP;
 END
@@ -613,7 +615,7 @@ BEGIN
         END IF;
     END LOOP;
     -- a filter names columns: written again from the index predicate, which follows renames
-    PERFORM @extschema@._ttl_filter_refresh(t.table_oid)
+    PERFORM @extschema@._ttl_filter_refresh(t.table_oid::pg_catalog.oid)
     FROM @extschema@.ttl_index t
     WHERE t.filter_sql IS NOT NULL
       AND t.table_oid::oid IN (SELECT d.objid FROM pg_event_trigger_ddl_commands() d
@@ -648,6 +650,7 @@ SELECT t.table_oid                          AS table_name,
        t.row_ttl_path,
        t.drop_partitions
 FROM @extschema@.ttl_index t
-JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
-LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname OPERATOR(pg_catalog.=) t.index_name
+                               AND i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace;
 GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;

@@ -235,8 +235,9 @@ SELECT t.table_oid                          AS table_name,
        pg_catalog.pg_relation_size(i.oid)   AS index_size,
        t.created_at
 FROM @extschema@.ttl_index t
-JOIN pg_catalog.pg_class c ON c.oid = t.table_oid
-LEFT JOIN pg_catalog.pg_class i ON i.relname = t.index_name AND i.relnamespace = c.relnamespace;
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN pg_catalog.pg_class i ON i.relname OPERATOR(pg_catalog.=) t.index_name
+                               AND i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace;
 GRANT SELECT ON ttl_indexes TO PUBLIC;
 
 CREATE FUNCTION @extschema@._ttl_index_info(tbl regclass, is_newly_created boolean)
@@ -256,9 +257,9 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    created boolean := @extschema@._ttl_index_create(tbl, path, expire_after, numeric_unit);
+    created boolean := @extschema@._ttl_index_create(tbl::pg_catalog.oid, path, expire_after, numeric_unit);
 BEGIN
-    RETURN @extschema@._ttl_index_info(tbl, created);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, created);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text) IS
@@ -281,8 +282,8 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM @extschema@._ttl_index_alter(tbl, expire_after);
-    RETURN @extschema@._ttl_index_info(tbl, false);
+    PERFORM @extschema@._ttl_index_alter(tbl::pg_catalog.oid, expire_after);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, false);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_alter(regclass, interval) IS
@@ -300,13 +301,13 @@ CREATE FUNCTION ttl_index_drop(tbl regclass)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT @extschema@._ttl_index_drop(tbl) $$;
+AS $$ SELECT @extschema@._ttl_index_drop(tbl::pg_catalog.oid) $$;
 COMMENT ON FUNCTION ttl_index_drop(regclass) IS 'Drops the TTL index of a table and its catalog entry.';
 
 CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT NULL, max_rows bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql VOLATILE
-AS $$ SELECT @extschema@._ttl_expire_now(tbl, max_rows) $$;
+AS $$ SELECT @extschema@._ttl_expire_now(tbl::pg_catalog.oid, max_rows) $$;
 COMMENT ON FUNCTION ttl_expire_now(regclass, bigint) IS
   'Removes expired rows now, in this transaction and as the caller: of one table, or of every TTL table the caller owns.';
 
@@ -374,11 +375,11 @@ SELECT l.relid::regclass                        AS table_name,
        coalesce(s.limit_reached, 0)             AS limit_reached,
        coalesce(s.errors, 0)                    AS errors,
        s.last_error,
-       @extschema@._ttl_oldest_expired(t.table_oid, l.relid::oid) AS oldest_expired,
+       @extschema@._ttl_oldest_expired(t.table_oid::pg_catalog.oid, l.relid::pg_catalog.oid) AS oldest_expired,
        t.table_oid                              AS ttl_table
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL @extschema@._ttl_targets(t.table_oid) l(relid)
-LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid = l.relid::oid;
+LEFT JOIN @extschema@._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
 GRANT SELECT ON ttl_stats TO PUBLIC;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.

@@ -4,7 +4,7 @@
 //! argument checks (each failure a clear error with a SQLSTATE and a HINT, before anything is
 //! changed), the index DDL, and the catalog rows.
 
-use crate::build::{drop_index, free_index_name, index_specs};
+use crate::build::{drop_recorded_index, free_index_name, index_specs};
 use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::functions::numeric_unit_arg;
@@ -42,7 +42,7 @@ fn check_expire_after(expire_after: Option<Interval>) -> Interval {
 }
 
 /// A number of seconds as an interval, for the numeric overloads.
-#[pg_extern(immutable, parallel_safe, name = "_ttl_seconds")]
+#[pg_extern(immutable, parallel_safe, name = "_ttl_seconds", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
     let seconds = required(seconds, "expire_after");
@@ -226,7 +226,7 @@ fn check_drop_partitions(
 }
 
 /// Turns dropping whole partitions on ('drop', 'detach') or off ('off'; see [`partitions`]).
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_drop_partitions")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_drop_partitions", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_drop_partitions(tbl: Option<Oid>, mode: Option<&str>) {
     let table = owned_table(tbl);
@@ -338,7 +338,7 @@ fn same_zone(a: Option<&str>, b: Option<&str>) -> bool {
 
 /// `ttl_index_create` as 0.1.0's SQL calls it (no time_zone): the 0.2.0 library serves it
 /// until `ALTER EXTENSION jsonb_ttl UPDATE` runs.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create(
     tbl: Option<Oid>,
@@ -349,7 +349,7 @@ fn ttl_index_create(
     ttl_index_create_in_zone(tbl, path, expire_after, numeric_unit, None)
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create_in_zone(
     tbl: Option<Oid>,
@@ -376,7 +376,7 @@ fn ttl_index_create_in_zone(
 /// `ttl_index_create` with every option (sql/api.sql gives it its documented signature, with
 /// names and defaults: one argument per option is the SQL face).
 #[allow(clippy::too_many_arguments)]
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create_with_options(
     tbl: Option<Oid>,
@@ -527,6 +527,7 @@ fn ttl_index_create_with_options(
             None => {}
         }
     }
+    build::track_indexes(&ext, table.oid);
     if touch {
         touch::install(&ext, &entry());
     }
@@ -543,7 +544,7 @@ fn ttl_index_create_with_options(
     true
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_alter")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_alter", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
     let table = owned_table(tbl);
@@ -577,7 +578,7 @@ fn set_column(ext: &str, table: &Table, column: &str, value: pgrx::datum::DatumW
 /// expression, so the TTL index is rebuilt: a new index is built beside the old one (CREATE
 /// INDEX: a SHARE lock, so writes to the table wait for the build), the catalog points at it,
 /// the old one is dropped and the new one takes its name (ACCESS EXCLUSIVE, for an instant).
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_time_zone")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_time_zone", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     let table = owned_table(tbl);
@@ -606,17 +607,20 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
             .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
         check_drop_partitions(&table, &reference, &rezoned.resolved, false, false);
     }
+    build::track_indexes(&ext, table.oid);
     set_column(&ext, &table, "time_zone", zone.into());
     let schema = quote_identifier(&table.schema);
     for (column, name, expression, predicate) in index_specs(&ext, &rezoned) {
-        if !build::index_exists(&format!("{schema}.{}", quote_identifier(&name))) {
+        let Some(old) = build::recorded_index(&ext, table.oid, column) else {
             continue; // not built yet (build => false): build_sql now gives the new zone's
-        }
+        };
         let building = choose_index_name(&table, "_ttl_idx", &[]);
         build_index(&table, &building, &expression, &predicate);
         set_column(&ext, &table, column, building.clone().into());
-        Spi::run(&format!("DROP INDEX {schema}.{}", quote_identifier(&name)))
-            .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
+        // the new index is the recorded one before the old one goes (the sql_drop event
+        // trigger removes the entry of a TTL index whose recorded index is dropped)
+        build::track_indexes(&ext, table.oid);
+        build::drop_index_of(table.oid, old);
         Spi::run(&format!(
             "ALTER INDEX {schema}.{} RENAME TO {}",
             quote_identifier(&building),
@@ -635,7 +639,7 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
 }
 
 /// Turns touch on or off (see [`touch`]): the trigger is created or dropped, the index stays.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_touch")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_touch", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
     let table = owned_table(tbl);
@@ -652,7 +656,7 @@ fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
 }
 
 /// Turns hide_expired on or off (see [`hide`]): the policies are created or dropped.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_hide_expired")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_hide_expired", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
     let table = owned_table(tbl);
@@ -680,7 +684,7 @@ fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
     );
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     let table = owned_table(tbl);
@@ -692,11 +696,11 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     if current.hide_expired {
         hide::remove(&current, current.hide_enabled_row_security);
     }
-    let schema = quote_identifier(&table.schema);
-    if let Some(row_ttl) = &current.row_ttl {
-        drop_index(&schema, &row_ttl.index_name);
+    build::track_indexes(&ext, table.oid);
+    if current.row_ttl.is_some() {
+        drop_recorded_index(&ext, table.oid, "row_ttl_index_name");
     }
-    drop_index(&schema, &current.index_name);
+    drop_recorded_index(&ext, table.oid, "index_name");
     // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
     owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
         Spi::run_with_args(
@@ -711,7 +715,7 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     true
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_expire_now")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_expire_now", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     let max_rows = max_rows.unwrap_or(i64::MAX);
@@ -755,44 +759,4 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         removed += deleter::delete_expired(&ext, index, batch_size, max_rows - removed) as i64;
     }
     removed
-}
-
-/// The oldest reference time of `target` (the TTL index of `tbl`, or one of its partitions) that
-/// is already expired and still present: how far the worker lags. NULL when nothing is
-/// expired, or when the caller may not read the table, or row security applies to a caller
-/// who is not its owner (the owner's view would show what the policies hide). Read as the
-/// table's owner (its row security policies, if forced, are the owner's code), known once the
-/// table is locked, whoever queries `ttl_stats`.
-#[pg_extern(stable, parallel_safe, name = "_ttl_oldest_expired")]
-#[search_path(pg_catalog, pg_temp)]
-fn ttl_oldest_expired(tbl: Oid, target: Oid) -> Option<TimestampWithTimeZone> {
-    let access = Spi::get_two_with_args::<bool, bool>(
-        "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
-                pg_catalog.row_security_active($1)",
-        &[target.into()],
-    );
-    let Ok((Some(true), Some(row_security))) = access else {
-        return None;
-    };
-    let ext = catalog::extension_schema();
-    let index = catalog::load(&ext, Some(tbl), Scope::Targets)
-        .into_iter()
-        .find(|index| index.table == target && !index.foreign)?;
-    let reference = index.reference(&ext).ok()?;
-    let sql = format!(
-        "{}SELECT {reference} FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
-        crate::planner::MARKER,
-        index.qualified_table,
-        index.expired(&ext, &reference)
-    );
-    unsafe { pgrx::pg_sys::LockRelationOid(target, pgrx::pg_sys::AccessShareLock as _) };
-    let owner = owner::table_owner(target)?;
-    if row_security && !owner::has_privileges_of(owner) {
-        return None; // read as the owner, it would show what the caller's policies hide
-    }
-    owner::as_table_owner(owner, &[], || {
-        Spi::get_one_with_args::<TimestampWithTimeZone>(&sql, &[index.expire_after.into()])
-            .ok()
-            .flatten()
-    })
 }

@@ -190,7 +190,7 @@ pub fn statements(
 
 /// `ttl_index_info.build_sql`: the statements still to run to build the TTL index of `tbl`
 /// (created with `build => false`), or NULL when it is built.
-#[pg_extern(stable, parallel_safe, name = "_ttl_index_build_sql")]
+#[pg_extern(stable, parallel_safe, name = "_ttl_index_build_sql", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
     let ext = catalog::extension_schema();
@@ -284,14 +284,186 @@ pub fn index_exists(qualified: &str) -> bool {
     .unwrap_or(false)
 }
 
-/// Drops the index `name` of `schema` (quoted) if it is there (not built yet: `build =>
-/// false`; dropped already: by the sql_drop event trigger).
-pub fn drop_index(schema: &str, name: &str) {
-    let index = format!("{schema}.{}", quote_identifier(name));
-    if index_exists(&index) {
-        Spi::run(&format!("DROP INDEX {index}"))
+/// The index recorded for the catalog column `role` (`index_name`, `row_ttl_index_name`) of the
+/// TTL index of `table`, if it is still an index of that table: objects are followed by OID
+/// (`jsonb_ttl_internal.index_oid`), never by name, which another role can squat or reuse.
+///
+/// In a database still at an older version's SQL, which records no OIDs, the index of that
+/// name in the table's schema, if it is an index of that table.
+pub fn recorded_index(ext: &str, table: Oid, role: &str) -> Option<Oid> {
+    if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
+        return Spi::get_one_with_args::<Oid>(
+            &format!(
+                "SELECT i.indexrelid FROM {ext}.ttl_index t \
+                 JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+                 JOIN pg_catalog.pg_class x ON x.relnamespace OPERATOR(pg_catalog.=) r.relnamespace \
+                  AND x.relname OPERATOR(pg_catalog.=) \
+                      (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) $2::pg_catalog.text)::pg_catalog.name \
+                 JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) x.oid \
+                  AND i.indrelid OPERATOR(pg_catalog.=) r.oid \
+                 WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+            ),
+            &[table.into(), role.into()],
+        )
+        .ok()
+        .flatten();
+    }
+    Spi::get_one_with_args::<Oid>(
+        "SELECT o.index_oid FROM jsonb_ttl_internal.index_oid o \
+         JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
+         WHERE o.table_oid OPERATOR(pg_catalog.=) $1 \
+           AND o.role OPERATOR(pg_catalog.=) $2::pg_catalog.text \
+           AND i.indrelid OPERATOR(pg_catalog.=) $1",
+        &[table.into(), role.into()],
+    )
+    .ok()
+    .flatten()
+}
+
+/// Drops `index` if it is still an index of `table` (a partitioned index drops its partitions'
+/// with it). Nothing else is ever dropped: not an index that merely has the recorded name.
+pub fn drop_index_of(table: Oid, index: Oid) {
+    let name = Spi::get_one_with_args::<String>(
+        "SELECT i.indexrelid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_index i \
+         WHERE i.indexrelid OPERATOR(pg_catalog.=) $1 AND i.indrelid OPERATOR(pg_catalog.=) $2",
+        &[index.into(), table.into()],
+    )
+    .ok()
+    .flatten();
+    if let Some(name) = name {
+        // regclass output under our pinned search_path: qualified and quoted
+        Spi::run(&format!("DROP INDEX {name}"))
             .unwrap_or_else(|e| error!("jsonb_ttl: DROP INDEX failed: {e}"));
     }
+}
+
+/// Drops the index recorded for the catalog column `role` of the TTL index of `table`, if
+/// there is one (not built yet: `build => false`; dropped already: by the sql_drop event
+/// trigger).
+pub fn drop_recorded_index(ext: &str, table: Oid, role: &str) {
+    if let Some(index) = recorded_index(ext, table, role) {
+        drop_index_of(table, index);
+    }
+}
+
+/// Records the OIDs of the indexes of the TTL index of `tbl` (`jsonb_ttl_internal.index_oid`):
+/// for each of its catalog columns, the index of `tbl` itself (`indrelid`) that is ours by its
+/// expression and predicate ([`ttl_index_role`]) and has the recorded name, or, when that name
+/// was cleared (its index dropped), the first such index under any name, whose name the
+/// catalog then takes. A recorded index that is no longer there is forgotten. Run after the
+/// API creates, adopts or rebuilds an index, by the ddl_command_end event trigger after CREATE
+/// INDEX (a restore, `build_sql`), and by the worker for an entry whose record is stale (a
+/// `REINDEX CONCURRENTLY` makes a new index). Writes as the catalog's owner.
+pub fn track_indexes(ext: &str, tbl: Oid) {
+    if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
+        return; // an older version's SQL records no OIDs: see recorded_index
+    }
+    let Some(entry) = catalog::load(ext, Some(tbl), catalog::Scope::Entries)
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let mut roles = vec![("index_name", Some(entry.index_name.clone()))];
+    if let Some(row_ttl) = &entry.row_ttl {
+        let name = (!row_ttl.index_name.is_empty()).then(|| row_ttl.index_name.clone());
+        roles.push(("row_ttl_index_name", name));
+    }
+    let candidates: Vec<(Oid, String)> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT i.indexrelid, c.relname::pg_catalog.text FROM pg_catalog.pg_index i \
+                 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
+                 WHERE i.indrelid OPERATOR(pg_catalog.=) $1 ORDER BY i.indexrelid",
+                None,
+                &[tbl.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| Some((row.get::<Oid>(1).ok()??, row.get::<String>(2).ok()??)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    let owner = catalog::catalog_owner(ext);
+    for (role, name) in roles {
+        let ours = |(oid, _): &&(Oid, String)| ttl_index_role(tbl, *oid).as_deref() == Some(role);
+        let found = match &name {
+            Some(name) => candidates.iter().filter(|c| &c.1 == name).find(ours),
+            None => candidates.iter().find(ours),
+        };
+        crate::owner::as_catalog_owner(owner, || match found {
+            Some((index, relname)) => {
+                Spi::run_with_args(
+                    "DELETE FROM jsonb_ttl_internal.index_oid \
+                     WHERE (table_oid OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) $2::pg_catalog.text) \
+                        OR index_oid OPERATOR(pg_catalog.=) $3",
+                    &[tbl.into(), role.into(), (*index).into()],
+                )?;
+                Spi::run_with_args(
+                    "INSERT INTO jsonb_ttl_internal.index_oid (index_oid, table_oid, role) \
+                     VALUES ($1, $2, $3::pg_catalog.text)",
+                    &[(*index).into(), tbl.into(), role.into()],
+                )?;
+                if name.is_none() {
+                    Spi::run_with_args(
+                        &format!(
+                            "UPDATE {ext}.ttl_index SET row_ttl_index_name = $2::pg_catalog.name \
+                             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+                        ),
+                        &[tbl.into(), relname.clone().into()],
+                    )?;
+                }
+                Ok::<(), pgrx::spi::Error>(())
+            }
+            None => Spi::run_with_args(
+                "DELETE FROM jsonb_ttl_internal.index_oid o \
+                 WHERE o.table_oid OPERATOR(pg_catalog.=) $1 AND o.role OPERATOR(pg_catalog.=) $2::pg_catalog.text \
+                   AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i \
+                                   WHERE i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
+                                     AND i.indrelid OPERATOR(pg_catalog.=) $1)",
+                &[tbl.into(), role.into()],
+            ),
+        })
+        .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index's OID: {e}"));
+    }
+}
+
+/// The TTL tables whose index of the recorded name is not the one recorded by OID (after a
+/// `REINDEX CONCURRENTLY`, which makes a new index, or a restore whose indexes came before
+/// the event trigger could see them): the worker records them again ([`track_indexes`]) before
+/// each pass. Only an index of the table itself counts (`indrelid`).
+pub fn stale_records(ext: &str) -> Vec<Oid> {
+    if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
+        return Vec::new();
+    }
+    let sql = format!(
+        "SELECT t.table_oid::pg_catalog.oid FROM {ext}.ttl_index t \
+         JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+         WHERE EXISTS ( \
+           SELECT FROM (VALUES ('index_name'::pg_catalog.text, t.index_name), \
+                               ('row_ttl_index_name'::pg_catalog.text, t.row_ttl_index_name)) v(role, name) \
+           JOIN pg_catalog.pg_class x ON x.relnamespace OPERATOR(pg_catalog.=) r.relnamespace \
+                                     AND x.relname OPERATOR(pg_catalog.=) v.name \
+           JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) x.oid \
+                                     AND i.indrelid OPERATOR(pg_catalog.=) r.oid \
+           WHERE NOT EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o \
+                             WHERE o.table_oid OPERATOR(pg_catalog.=) r.oid \
+                               AND o.role OPERATOR(pg_catalog.=) v.role \
+                               AND o.index_oid OPERATOR(pg_catalog.=) x.oid))"
+    );
+    Spi::connect(|client| {
+        client
+            .select(&sql, None, &[])
+            .map(|rows| rows.filter_map(|row| row.get::<Oid>(1).ok().flatten()).collect())
+            .unwrap_or_default()
+    })
+}
+
+/// [`track_indexes`] for the sql/api.sql event trigger (after CREATE INDEX).
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_track_indexes", schema = "jsonb_ttl_internal")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_track_indexes(tbl: Oid) {
+    track_indexes(&catalog::extension_schema(), tbl);
 }
 
 /// The indexes of a TTL index, as (its catalog column, name, expression, predicate): the TTL
@@ -323,7 +495,7 @@ pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, St
 /// column (`index_name`, `row_ttl_index_name`), or NULL. The sql/api.sql event trigger follows
 /// ALTER INDEX … RENAME with it, so renaming another index of the table never moves the
 /// catalog (while a `build => false` index is not built yet, its name points at nothing).
-#[pg_extern(stable, parallel_safe, name = "_ttl_index_role")]
+#[pg_extern(stable, parallel_safe, name = "_ttl_index_role", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
     let ext = catalog::extension_schema();

@@ -246,6 +246,34 @@ pub fn find_extension_schema() -> Option<String> {
     .flatten()
 }
 
+/// The schema of the extension's internals, which 0.3.0 creates: `jsonb_ttl_internal`; or, in
+/// a database still at an older version's SQL (before `ALTER EXTENSION jsonb_ttl UPDATE`), the
+/// extension's own schema `ext_schema`, where those versions keep them. Only a schema that is a
+/// member of the extension counts: any role with CREATE on the database may make one of that
+/// name, and nothing of theirs may ever be called.
+pub fn internal_schema(ext_schema: &str) -> String {
+    let ours = Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_depend d \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) d.objid \
+         JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid \
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass \
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass \
+           AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.\"char\" \
+           AND e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name \
+           AND n.nspname OPERATOR(pg_catalog.=) 'jsonb_ttl_internal'::pg_catalog.name)",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false);
+    match ours {
+        true => INTERNAL_SCHEMA.to_string(),
+        false => ext_schema.to_string(),
+    }
+}
+
+/// Where 0.3.0 keeps the extension's internals (see [`internal_schema`]).
+pub const INTERNAL_SCHEMA: &str = "jsonb_ttl_internal";
+
 /// The schema the extension lives in, quoted, from inside one of its functions.
 pub fn extension_schema() -> String {
     find_extension_schema().expect("jsonb_ttl is created in this database")
@@ -457,7 +485,8 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
     let target = match scope {
         Scope::Entries => "(SELECT t.table_oid::pg_catalog.oid AS relid)".to_string(),
         Scope::Targets => format!(
-            "(SELECT relid::pg_catalog.oid FROM {ext_schema}._ttl_targets(t.table_oid) relid)"
+            "(SELECT relid::pg_catalog.oid FROM {}._ttl_targets(t.table_oid) relid)",
+            internal_schema(ext_schema)
         ),
     };
     let ready = index_ready_sql("t.index_name::pg_catalog.text");

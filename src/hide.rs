@@ -189,9 +189,29 @@ fn run(sql: &str) {
 }
 
 /// The sql/api.sql event trigger calls this when DROP INDEX removed the catalog entry of a TTL
-/// index whose table is still there: its touch trigger, policies and per-row TTL index go too.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_options_dropped")]
+/// index whose table is still there: its touch trigger, policies and per-row TTL index (by the
+/// OID recorded for it) go too.
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_options_dropped", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
+fn ttl_options_dropped_by_oid(
+    table: Oid,
+    touch: bool,
+    hide: bool,
+    hide_enabled_row_security: bool,
+    row_ttl_index: Option<Oid>,
+) {
+    if options_dropped(table, touch, hide, hide_enabled_row_security) {
+        if let Some(index) = row_ttl_index {
+            // the recorded per-row TTL index, if it is still an index of this table
+            crate::build::drop_index_of(table, index);
+        }
+    }
+}
+
+/// What the event trigger of an older version's SQL calls (a database not yet updated with
+/// `ALTER EXTENSION jsonb_ttl UPDATE`): it names the per-row TTL index, which is dropped only
+/// if an index of that name in the table's schema is an index of the table, of our shape.
+#[pg_extern(sql = false)]
 fn ttl_options_dropped(
     table: Oid,
     touch: bool,
@@ -199,6 +219,29 @@ fn ttl_options_dropped(
     hide_enabled_row_security: bool,
     row_ttl_index: Option<&str>,
 ) {
+    if options_dropped(table, touch, hide, hide_enabled_row_security) {
+        if let Some(name) = row_ttl_index {
+            let index = Spi::get_one_with_args::<Oid>(
+                "SELECT x.oid FROM pg_catalog.pg_class x \
+                 JOIN pg_catalog.pg_class r ON r.relnamespace OPERATOR(pg_catalog.=) x.relnamespace \
+                 JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) x.oid \
+                  AND i.indrelid OPERATOR(pg_catalog.=) r.oid \
+                 WHERE r.oid OPERATOR(pg_catalog.=) $1 AND x.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name \
+                   AND i.indpred IS NOT NULL AND i.indexprs IS NOT NULL",
+                &[table.into(), name.into()],
+            )
+            .ok()
+            .flatten();
+            if let Some(index) = index {
+                crate::build::drop_index_of(table, index);
+            }
+        }
+    }
+}
+
+/// Removes the touch trigger and the policies of a TTL index whose index was dropped; false
+/// when its table is gone too (DROP TABLE: they went with it).
+fn options_dropped(table: Oid, touch: bool, hide: bool, hide_enabled_row_security: bool) -> bool {
     let Ok((Some(schema), Some(name))) = Spi::get_two_with_args::<String, String>(
         "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text), \
                 pg_catalog.quote_ident(c.relname::pg_catalog.text) \
@@ -207,7 +250,7 @@ fn ttl_options_dropped(
          WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[table.into()],
     ) else {
-        return; // DROP TABLE: they went with it
+        return false;
     };
     let qualified_table = format!("{schema}.{name}");
     let ext = crate::catalog::extension_schema();
@@ -217,7 +260,5 @@ fn ttl_options_dropped(
     if hide {
         remove_from(table, &qualified_table, hide_enabled_row_security);
     }
-    if let Some(index) = row_ttl_index {
-        crate::build::drop_index(&schema, index);
-    }
+    true
 }

@@ -159,8 +159,16 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
         } else {
             0
         });
+        // A worker whose batch outlasted jsonb_ttl.batch_timeout + its grace: terminated.
+        for overdue in crate::deadline::take_overdue() {
+            crate::deadline::terminate(&overdue, gucs::FREQUENCY_MS.get() as i64);
+        }
         let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
         let wait = queue.next_due_in().map_or(wait, |next| wait.min(next));
+        let wait = match running_count(&workers) {
+            0 => wait,
+            _ => wait.min(crate::deadline::CHECK_EVERY),
+        };
         let alive = crate::bgw::wait_latch(wait.max(Duration::from_millis(10)));
         if !alive || BackgroundWorker::sigterm_received() {
             break;

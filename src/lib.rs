@@ -25,7 +25,8 @@
 //! - [`registry`], [`budget`], [`stats`]: shared memory (who serves which database, the
 //!   server-wide removal budget, statistics).
 //! - [`undeletable`]: rows the worker cannot delete, set aside and retried with backoff.
-//! - [`bgw`]: signals, latch waits and the batch time limit of our background workers.
+//! - [`bgw`]: signals, latch waits and the batch time limit of our background workers;
+//!   [`deadline`]: the limit owner code cannot catch (the launcher terminates a stuck worker).
 //! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
 
 use pgrx::prelude::*;
@@ -43,6 +44,7 @@ pub mod brake;
 pub mod budget;
 pub mod build;
 pub mod catalog;
+pub mod deadline;
 pub mod deleter;
 pub mod error;
 pub mod filter;
@@ -67,6 +69,13 @@ pub mod worker;
 ::pgrx::pg_module_magic!(name, version);
 
 pgrx::extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
+
+/// The schema of the internals (`schema = "jsonb_ttl_internal"` on their `#[pg_extern]`s). It is
+/// created by sql/catalog.sql, which runs first: the `CREATE SCHEMA IF NOT EXISTS` pgrx adds
+/// for it then finds it a member of the extension (PostgreSQL refuses IF NOT EXISTS in an
+/// extension script when the object exists and is not a member).
+#[pg_schema]
+mod jsonb_ttl_internal {}
 pgrx::extension_sql_file!("../sql/api.sql", name = "api", finalize);
 
 static PRELOADED: AtomicBool = AtomicBool::new(false);
@@ -89,6 +98,7 @@ pub extern "C-unwind" fn _PG_init() {
         registry::init();
         budget::init();
         stats::init();
+        deadline::init();
         hooks::install();
         launcher::register();
     }

@@ -31,6 +31,14 @@ pub struct Entry {
     rows_undeletable: u64,
     last_error_len: usize,
     last_error: [u8; ERROR_LEN],
+    /// The oldest expired reference time the worker saw at its last visit (its probe), 0 when
+    /// it saw none: what `ttl_stats.oldest_expired` shows, read without running owner code.
+    oldest_expired: i64,
+    /// Set aside until then (TimestampTz, 0 when not): a batch on this table held its worker
+    /// past its deadline (see [`crate::deadline`]).
+    set_aside_until: i64,
+    /// How many times in a row that happened: the back-off grows with it.
+    strikes: u32,
 }
 
 impl Entry {
@@ -47,6 +55,9 @@ impl Entry {
         rows_undeletable: 0,
         last_error_len: 0,
         last_error: [0; ERROR_LEN],
+        oldest_expired: 0,
+        set_aside_until: 0,
+        strikes: 0,
     };
 }
 
@@ -109,16 +120,69 @@ pub fn record_run(run: &Run) {
         entry.last_run_at = now;
         entry.last_rows_deleted = run.rows_deleted;
         entry.limit_reached += run.limit_reached as u64;
-        if let Some(error) = run.error {
-            entry.errors += 1;
-            let mut len = error.len().min(ERROR_LEN);
-            while !error.is_char_boundary(len) {
-                len -= 1;
-            }
-            entry.last_error[..len].copy_from_slice(&error.as_bytes()[..len]);
-            entry.last_error_len = len;
+        match run.error {
+            Some(error) => set_error(entry, error),
+            None => entry.strikes = 0,
         }
     });
+}
+
+fn set_error(entry: &mut Entry, error: &str) {
+    entry.errors += 1;
+    let mut len = error.len().min(ERROR_LEN);
+    while !error.is_char_boundary(len) {
+        len -= 1;
+    }
+    entry.last_error[..len].copy_from_slice(&error.as_bytes()[..len]);
+    entry.last_error_len = len;
+}
+
+/// Records the oldest expired reference time of `table` the worker sees now (`None`: nothing
+/// is expired, or it was all removed).
+pub fn record_oldest_expired(table: pg_sys::Oid, oldest: Option<TimestampWithTimeZone>) {
+    update_entry(table, |entry| {
+        entry.oldest_expired = oldest.map_or(0, |at| at.into_inner())
+    });
+}
+
+/// Sets `table` of database `dboid` aside because a batch on it held its worker past its
+/// deadline (see [`crate::deadline`]), for a back-off that doubles with each time in a row:
+/// a minute (at least `frequency_ms`), two, four… at most an hour. From the launcher; returns
+/// the back-off.
+pub fn set_aside(dboid: pg_sys::Oid, table: pg_sys::Oid, frequency_ms: i64) -> Duration {
+    let mut backoff = Duration::ZERO;
+    update_entry_in(dboid.to_u32(), table, |entry| {
+        entry.strikes += 1;
+        let base = Duration::from_millis(frequency_ms.max(60_000) as u64);
+        backoff = (base * 2u32.saturating_pow(entry.strikes.min(16) - 1)).min(MAX_BACKOFF);
+        let now = unsafe { pg_sys::GetCurrentTimestamp() };
+        entry.set_aside_until = now + backoff.as_micros() as i64;
+        set_error(
+            entry,
+            &format!(
+                "a batch ran past jsonb_ttl.batch_timeout + {} ms (the owner's code went on after \
+                 the cancel): its worker was terminated; set aside for {} s ({} time(s) in a row)",
+                crate::deadline::GRACE_MS,
+                backoff.as_secs(),
+                entry.strikes
+            ),
+        );
+    });
+    backoff
+}
+
+/// The longest a table is set aside.
+const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+
+/// Whether `table` of the current database is set aside now (see [`set_aside`]).
+pub fn is_set_aside(table: pg_sys::Oid) -> bool {
+    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    ENTRIES
+        .share()
+        .0
+        .iter()
+        .any(|e| e.dboid == dboid && e.reloid == table.to_u32() && e.set_aside_until > now)
 }
 
 /// Records how many rows of `table` the worker holds set aside now (see
@@ -130,7 +194,11 @@ pub fn record_undeletable(table: pg_sys::Oid, rows: u64) {
 /// Applies `update` to the entry of `table` in the current database, taking a free entry, or
 /// the one updated least recently, when it has none.
 fn update_entry(table: pg_sys::Oid, update: impl FnOnce(&mut Entry)) {
-    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    update_entry_in(unsafe { pg_sys::MyDatabaseId }.to_u32(), table, update)
+}
+
+/// [`update_entry`] in database `dboid`.
+fn update_entry_in(dboid: u32, table: pg_sys::Oid, update: impl FnOnce(&mut Entry)) {
     let reloid = table.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let mut entries = ENTRIES.exclusive();
@@ -175,9 +243,118 @@ fn timestamptz(value: i64) -> Option<TimestampWithTimeZone> {
         .flatten()
 }
 
+/// One statistics row, as `_ttl_stats()` returns it.
+type StatsRow = (
+    pg_sys::Oid,
+    i64,
+    i64,
+    Option<TimestampWithTimeZone>,
+    i64,
+    i64,
+    i64,
+    Option<String>,
+    Option<TimestampWithTimeZone>,
+    Option<String>,
+);
+
+/// The statistics entries of the current database, as the caller may see them: an error
+/// message can carry row data (an owner's trigger message), so, as `pg_stat_activity.query`, it
+/// is shown only to roles with the privileges of the table's owner, members of
+/// `pg_read_all_stats` and superusers; others read `<insufficient privilege>`.
+fn visible_entries() -> Vec<StatsRow> {
+    if !crate::preloaded() {
+        return Vec::new();
+    }
+    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let entries: Vec<Entry> = ENTRIES
+        .share()
+        .0
+        .iter()
+        .filter(|e| e.dboid == dboid)
+        .copied()
+        .collect();
+    let user = unsafe { pg_sys::GetUserId() };
+    let reads_all = unsafe {
+        pg_sys::has_privs_of_role(user, pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS))
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let table = pg_sys::Oid::from(e.reloid);
+            let error = (e.last_error_len > 0).then(|| {
+                let may_read = reads_all
+                    || owner_of(table).is_some_and(|owner| unsafe {
+                        pg_sys::has_privs_of_role(user, owner)
+                    });
+                match may_read {
+                    true => String::from_utf8_lossy(&e.last_error[..e.last_error_len]).into_owned(),
+                    false => "<insufficient privilege>".to_string(),
+                }
+            });
+            let set_aside = (e.set_aside_until > now).then(|| {
+                let until = timestamptz(e.set_aside_until)
+                    .map_or_else(String::new, |at| at.to_string());
+                format!(
+                    "set aside until {until}: a batch held the worker past jsonb_ttl.batch_timeout \
+                     and the worker was terminated ({} time(s) in a row)",
+                    e.strikes
+                )
+            });
+            (
+                table,
+                e.runs as i64,
+                e.rows_deleted as i64,
+                timestamptz(e.last_run_at),
+                e.last_rows_deleted as i64,
+                e.limit_reached as i64,
+                e.errors as i64,
+                error,
+                timestamptz(e.oldest_expired),
+                set_aside,
+            )
+        })
+        .collect()
+}
+
+/// The owner of `table` from the system cache, without locking it (a statistics read takes no
+/// lock on the tables it reports); `None` when it is gone.
+fn owner_of(table: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
+        &[table.into()],
+    )
+    .ok()
+    .flatten()
+}
+
 /// The statistics of the current database's TTL indexes (the `ttl_stats` view joins them).
-#[pg_extern(volatile, parallel_safe, name = "_ttl_stats")]
+/// Reads shared memory and the system catalogs only: no owner code runs.
+#[pg_extern(volatile, parallel_safe, name = "_ttl_stats", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
+#[allow(clippy::type_complexity)]
+fn ttl_stats_rows() -> TableIterator<
+    'static,
+    (
+        name!(table_oid, pg_sys::Oid),
+        name!(runs, i64),
+        name!(rows_deleted, i64),
+        name!(last_run_at, Option<TimestampWithTimeZone>),
+        name!(last_rows_deleted, i64),
+        name!(limit_reached, i64),
+        name!(errors, i64),
+        name!(last_error, Option<String>),
+        name!(oldest_expired, Option<TimestampWithTimeZone>),
+        name!(set_aside, Option<String>),
+    ),
+> {
+    TableIterator::new(visible_entries())
+}
+
+/// What the `ttl_stats` view of an older version's SQL calls (a database not yet updated with
+/// `ALTER EXTENSION jsonb_ttl UPDATE`): the same rows in the old shape, with the same
+/// restriction on who reads an error message.
+#[pg_extern(sql = false)]
 #[allow(clippy::type_complexity)]
 fn ttl_stats_entries() -> TableIterator<
     'static,
@@ -192,37 +369,27 @@ fn ttl_stats_entries() -> TableIterator<
         name!(last_error, Option<String>),
     ),
 > {
-    if !crate::preloaded() {
-        return TableIterator::new(Vec::new());
-    }
-    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let rows: Vec<_> = ENTRIES
-        .share()
-        .0
-        .iter()
-        .filter(|e| e.dboid == dboid)
-        .map(|e| {
-            let error = (e.last_error_len > 0)
-                .then(|| String::from_utf8_lossy(&e.last_error[..e.last_error_len]).into_owned());
-            (
-                pg_sys::Oid::from(e.reloid),
-                e.runs as i64,
-                e.rows_deleted as i64,
-                timestamptz(e.last_run_at),
-                e.last_rows_deleted as i64,
-                e.limit_reached as i64,
-                e.errors as i64,
-                error,
-            )
-        })
-        .collect();
-    TableIterator::new(rows)
+    TableIterator::new(
+        visible_entries()
+            .into_iter()
+            .map(|r| (r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7)),
+    )
+}
+
+/// What the `ttl_stats` view of an older version's SQL calls for `oldest_expired`: the value
+/// the worker recorded (that view ran the probe as the table's owner at read time).
+#[pg_extern(sql = false)]
+fn ttl_oldest_expired(_tbl: pg_sys::Oid, target: pg_sys::Oid) -> Option<TimestampWithTimeZone> {
+    visible_entries()
+        .into_iter()
+        .find(|r| r.0 == target)
+        .and_then(|r| r.8)
 }
 
 /// Rows of each TTL table of the current database that the worker cannot delete and has set
 /// aside (the `ttl_stats` view joins them; a function of its own, so that 0.1.0's `_ttl_stats`
 /// keeps its shape until the update).
-#[pg_extern(volatile, parallel_safe, name = "_ttl_undeletable")]
+#[pg_extern(volatile, parallel_safe, name = "_ttl_undeletable", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_undeletable(
 ) -> TableIterator<'static, (name!(table_oid, pg_sys::Oid), name!(rows_undeletable, i64))> {
@@ -274,7 +441,17 @@ fn ttl_stats_reset() {
         return;
     }
     for entry in ENTRIES.exclusive().0.iter_mut() {
-        *entry = Entry::EMPTY;
+        // what the worker must go on skipping stays
+        *entry = match entry.strikes > 0 {
+            true => Entry {
+                dboid: entry.dboid,
+                reloid: entry.reloid,
+                set_aside_until: entry.set_aside_until,
+                strikes: entry.strikes,
+                ..Entry::EMPTY
+            },
+            false => Entry::EMPTY,
+        };
     }
     TOTAL_RUNS.get().store(0, Ordering::Relaxed);
     TOTAL_ROWS.get().store(0, Ordering::Relaxed);

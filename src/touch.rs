@@ -219,8 +219,9 @@ pub fn install(ext: &str, index: &TtlIndex) {
     .collect();
     Spi::run(&format!(
         "CREATE OR REPLACE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE ON {} \
-         FOR EACH ROW EXECUTE FUNCTION {ext}._ttl_touch({})",
+         FOR EACH ROW EXECUTE FUNCTION {}._ttl_touch({})",
         index.qualified_table,
+        catalog::internal_schema(ext),
         args.join(", ")
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot create the touch trigger: {e}"));
@@ -237,7 +238,7 @@ fn trigger_is_ours(ext: &str, table: Oid) -> Option<bool> {
         &[
             table.into(),
             TRIGGER.into(),
-            format!("{ext}._ttl_touch()").into(),
+            format!("{}._ttl_touch()", catalog::internal_schema(ext)).into(),
         ],
     )
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot read the triggers of the table: {e}"))
@@ -258,7 +259,7 @@ pub fn remove_from(ext: &str, table: Oid, qualified: &str) {
 
 /// The touch trigger of `tbl` written again from the catalog: the sql/api.sql event trigger
 /// calls it after ALTER TABLE … RENAME COLUMN of the column it writes.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_touch_refresh")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_touch_refresh", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_touch_refresh(tbl: Oid) {
     let ext = catalog::extension_schema();

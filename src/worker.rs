@@ -12,7 +12,8 @@ use crate::catalog::{self, TtlIndex};
 use crate::deleter::{Batch, Outcome, Purge};
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{batch_size, brake, budget, deleter, gucs, owner, partitions, registry, stats};
+use crate::deadline::Deadline;
+use crate::{batch_size, brake, budget, build, deleter, gucs, owner, partitions, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 /// nobody signals a reused pid later.
 unsafe extern "C-unwind" fn unregister_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
     registry::unregister_worker();
+    crate::deadline::forget_mine();
 }
 
 /// A statement prepared once and kept across transactions, with the SQL it was prepared from
@@ -248,8 +250,12 @@ impl Worker {
             // Planned above jit_above_cost (the partition trees), the catalog read would be
             // compiled by JIT on every pass: 0.2–0.4 s each, measured with jit = on.
             gucs::override_setting(c"jit", "off");
-            (!catalog::restore_in_progress())
-                .then(|| catalog::load(ext, None, catalog::Scope::Targets))
+            (!catalog::restore_in_progress()).then(|| {
+                for table in build::stale_records(ext) {
+                    build::track_indexes(ext, table);
+                }
+                catalog::load(ext, None, catalog::Scope::Targets)
+            })
         });
         let indexes = match loaded {
             Ok(Some(indexes)) => indexes,
@@ -280,7 +286,11 @@ impl Worker {
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         self.brake_checked
             .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
-        let expired = self.probe(ext, &indexes);
+        let set_aside: Vec<bool> = indexes
+            .iter()
+            .map(|index| stats::is_set_aside(index.table))
+            .collect();
+        let expired = self.probe(ext, &indexes, &set_aside);
         let mut pass_limited = false;
         let count = indexes.len();
         for k in 0..count {
@@ -290,6 +300,8 @@ impl Worker {
                 // ttl_stats shows both as skipped
                 _ if index.foreign => Limit::None,
                 _ if index.paused || self.paused_roots.contains(&index.root) => Limit::None,
+                // it held a worker past its deadline: ttl_stats shows until when
+                _ if set_aside[at] => Limit::None,
                 _ if !index.index_ready => {
                     let why = format!(
                         "the TTL index {} is missing or not valid on this table: \
@@ -350,20 +362,23 @@ impl Worker {
     /// once the table is locked. A table whose lock is not free at once counts as expired (its
     /// batch waits lock_timeout at most); when the probe itself fails or outlasts
     /// `jsonb_ttl.batch_timeout`, every table does.
-    fn probe(&mut self, ext: &str, indexes: &[TtlIndex]) -> Vec<bool> {
+    fn probe(&mut self, ext: &str, indexes: &[TtlIndex], set_aside: &[bool]) -> Vec<bool> {
         let probes = &mut self.probes;
         let role_settings = &mut self.frame.role_settings;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
         let probed = in_transaction(|| {
             let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+            let deadline = Deadline::arm(pg_sys::InvalidOid, gucs::BATCH_TIMEOUT_MS.get());
             deleter::with_settings(&settings, || {
                 indexes
                     .iter()
-                    .map(|index| {
-                        if index.foreign || !index.index_ready || index.paused {
+                    .zip(set_aside)
+                    .map(|(index, &set_aside)| {
+                        if index.foreign || !index.index_ready || index.paused || set_aside {
                             return false; // no foreign data wrapper, no scan of the whole table
                         }
+                        deadline.on(index.table);
                         let Ok(sql) = deleter::probe_sql(ext, index) else {
                             return true; // purge() reports why
                         };
@@ -385,12 +400,26 @@ impl Worker {
                         owner::as_table_owner_with(owner, owner_settings, &settings, || {
                             let statement =
                                 prepared(probes, index.target(), &sql, &deleter::PROBE_ARGS);
-                            Spi::connect(|client| {
-                                client
-                                    .select(statement, Some(1), &[index.expire_after.into()])
-                                    .map(|rows| !rows.is_empty())
-                            })
-                            .unwrap_or(true)
+                            let oldest = Spi::connect(|client| {
+                                let rows = client.select(
+                                    statement,
+                                    Some(1),
+                                    &[index.expire_after.into()],
+                                )?;
+                                match rows.is_empty() {
+                                    true => Ok(None),
+                                    false => rows.first().get_one::<TimestampWithTimeZone>(),
+                                }
+                            });
+                            match oldest {
+                                Ok(oldest) => {
+                                    if index.part != catalog::Part::OwnTtl {
+                                        stats::record_oldest_expired(index.table, oldest);
+                                    }
+                                    oldest.is_some()
+                                }
+                                Err(_) => true,
+                            }
                         })
                     })
                     .collect()
@@ -499,6 +528,9 @@ impl Worker {
         }
         stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
         if limit == Limit::None && error.is_none() {
+            if index.part != catalog::Part::OwnTtl {
+                stats::record_oldest_expired(index.table, None);
+            }
             // drained: the next backlog is checked by the brake again
             self.brake_checked.remove(&index.target());
             if index.brake_released {
@@ -746,6 +778,7 @@ fn in_batch_frame<R>(
 ) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+        let _deadline = Deadline::arm(index.table, gucs::BATCH_TIMEOUT_MS.get());
         if !gucs::SYNCHRONOUS_COMMIT.get() {
             // until the transaction ends: its commit is what it is for
             gucs::override_setting(c"synchronous_commit", "off");
@@ -763,7 +796,7 @@ fn in_batch_frame<R>(
 /// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`). For tests that need to stop
 /// a batch halfway (tests/isolation), which no background worker lets them do. Superusers only
 /// (EXECUTE is revoked from PUBLIC), and only on tables whose owner's privileges the caller has.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_worker_batch")]
+#[pg_extern(volatile, parallel_unsafe, name = "_ttl_worker_batch", schema = "jsonb_ttl_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
     let ext = catalog::extension_schema();

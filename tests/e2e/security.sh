@@ -140,7 +140,7 @@ for call in "${calls[@]}"; do
   as mallory sec -c "SET search_path = e, pg_catalog, public" -c "$call" >/dev/null 2>&1 || true
 done
 for call in "SELECT _ttl_wake_launcher()" "SELECT ttl_stats_reset()" "SELECT _ttl_on_sql_drop()" \
-            "SELECT _ttl_worker_batch('e.t'::regclass, 10)" \
+            "SELECT jsonb_ttl_internal._ttl_worker_batch('e.t'::regclass, 10)" \
             "SELECT _ttl_on_ddl_command_end()" "DELETE FROM ttl_index" "UPDATE ttl_index SET expire_after = '1 year'"; do
   got=$(outcome mallory sec "$call")
   case "$got" in

@@ -60,7 +60,7 @@ CREATE TABLE deletions (txid bigint, visit bigint);
 CREATE FUNCTION log_deletion() RETURNS trigger LANGUAGE plpgsql AS
 $$ BEGIN
   INSERT INTO public.deletions VALUES (txid_current(),
-    (SELECT coalesce(max(runs), 0) FROM public._ttl_stats() WHERE table_oid = 'public.events'::regclass));
+    (SELECT coalesce(max(runs), 0) FROM jsonb_ttl_internal._ttl_stats() WHERE table_oid = 'public.events'::regclass));
   RETURN OLD;
 END $$;
 CREATE TRIGGER log_deletion BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION log_deletion();
@@ -224,7 +224,7 @@ $$ BEGIN IF OLD.doc ? 'pinned' THEN RETURN NULL; END IF; RETURN OLD; END $$;
 CREATE FUNCTION log_visit() RETURNS trigger LANGUAGE plpgsql AS
 $$ BEGIN
   INSERT INTO public.guarded_log
-    SELECT coalesce(max(runs), 0) FROM public._ttl_stats() WHERE table_oid = 'public.guarded'::regclass;
+    SELECT coalesce(max(runs), 0) FROM jsonb_ttl_internal._ttl_stats() WHERE table_oid = 'public.guarded'::regclass;
   RETURN NULL;
 END $$;
 CREATE TRIGGER keep_pinned BEFORE DELETE ON guarded FOR EACH ROW EXECUTE FUNCTION keep_pinned();

@@ -1,0 +1,432 @@
+-- jsonb_ttl 0.2.0 → 0.3.0 (ALTER EXTENSION jsonb_ttl UPDATE). Every later change to the SQL
+-- surface before 0.3.0 is released extends this file. Like the install script, every statement
+-- here is written down to its operators, types and functions (OPERATOR(pg_catalog.=),
+-- pg_catalog.…), and it creates nothing in the extension's schema, where others may create:
+-- new objects go to jsonb_ttl_internal, which the update creates and nobody else may write.
+\echo Use "ALTER EXTENSION jsonb_ttl UPDATE" to load this file. \quit
+
+-- Security (second pass): the internals move to a schema of the extension's own, so that no
+-- role with CREATE on the extension's schema can plant a better-matching overload of them.
+CREATE SCHEMA jsonb_ttl_internal;
+COMMENT ON SCHEMA jsonb_ttl_internal IS 'jsonb_ttl: internals; nothing here is called directly.';
+GRANT USAGE ON SCHEMA jsonb_ttl_internal TO PUBLIC;
+
+-- What reads the functions that change shape goes first: the views and the event triggers.
+DROP VIEW @extschema@.ttl_stats;
+DROP VIEW @extschema@.ttl_indexes;
+DROP EVENT TRIGGER jsonb_ttl_sql_drop;
+DROP EVENT TRIGGER jsonb_ttl_ddl_command_end;
+DROP FUNCTION @extschema@._ttl_on_sql_drop();
+DROP FUNCTION @extschema@._ttl_on_ddl_command_end();
+-- ttl_stats no longer runs the owner's code at read time (the worker records oldest_expired),
+-- and the sql_drop handler drops a per-row TTL index by its OID, not by a name.
+DROP FUNCTION @extschema@._ttl_stats();
+DROP FUNCTION @extschema@._ttl_oldest_expired(oid, oid);
+DROP FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text);
+
+ALTER FUNCTION @extschema@._ttl_targets(regclass) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_expire_now(oid,bigint) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_expire_preview(oid,timestamp with time zone) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_filter_refresh(oid) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_alter(oid,interval) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_build_sql(oid) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_create(oid,text,interval,text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_create(oid,text,interval,text,text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_create(oid,text,interval,text,text,text,boolean,boolean,boolean,text,text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_drop(oid) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_resume(oid) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_role(oid,oid) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_set_drop_partitions(oid,text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_set_hide_expired(oid,boolean) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_set_time_zone(oid,text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_set_touch(oid,boolean) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_seconds(numeric) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_touch_refresh(oid) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_undeletable() SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_wake_launcher() SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_worker_batch(oid,bigint) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_touch() SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@._ttl_index_info(regclass,boolean) SET SCHEMA jsonb_ttl_internal;
+
+-- The indexes of each TTL index, by OID (objects are followed by OID, never by name: a name can
+-- be renamed away, squatted or reused by another role). `role` is the catalog column that names
+-- the index. Not a configuration table: OIDs do not survive pg_dump, and a restore records its
+-- indexes again as it creates them (the ddl_command_end event trigger of sql/api.sql).
+CREATE TABLE jsonb_ttl_internal.index_oid (
+    index_oid oid  PRIMARY KEY,
+    table_oid oid  NOT NULL,
+    role      text NOT NULL CHECK (role OPERATOR(pg_catalog.=) ANY (ARRAY['index_name'::pg_catalog.text, 'row_ttl_index_name'::pg_catalog.text])),
+    UNIQUE (table_oid, role)
+);
+COMMENT ON TABLE jsonb_ttl_internal.index_oid IS 'jsonb_ttl: the OID of each index of each TTL index.';
+
+-- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
+-- partition of a partitioned table (ctid is unique only within one).
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_targets(tbl regclass) RETURNS SETOF regclass
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p.relid FROM pg_catalog.pg_partition_tree(tbl) p WHERE p.isleaf
+    UNION
+    SELECT tbl WHERE (SELECT c.relkind FROM pg_catalog.pg_class c
+                      WHERE c.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)
+                     OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
+$$;
+
+-- The indexes of the existing TTL indexes, by their names as recorded, on their own tables.
+INSERT INTO jsonb_ttl_internal.index_oid (index_oid, table_oid, role)
+SELECT i.indexrelid, r.oid, v.role
+FROM @extschema@.ttl_index t
+JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+CROSS JOIN LATERAL (VALUES ('index_name'::pg_catalog.text, t.index_name),
+                           ('row_ttl_index_name'::pg_catalog.text, t.row_ttl_index_name)) v(role, name)
+JOIN pg_catalog.pg_class x ON x.relnamespace OPERATOR(pg_catalog.=) r.relnamespace
+                          AND x.relname OPERATOR(pg_catalog.=) v.name
+JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) x.oid
+                          AND i.indrelid OPERATOR(pg_catalog.=) r.oid;
+
+CREATE FUNCTION jsonb_ttl_internal."_ttl_stats"() RETURNS TABLE (
+	"table_oid" oid,  /* pg_sys :: Oid */
+	"runs" bigint,  /* i64 */
+	"rows_deleted" bigint,  /* i64 */
+	"last_run_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"last_rows_deleted" bigint,  /* i64 */
+	"limit_reached" bigint,  /* i64 */
+	"errors" bigint,  /* i64 */
+	"last_error" TEXT,  /* Option < String > */
+	"oldest_expired" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"set_aside" TEXT  /* Option < String > */
+)
+STRICT VOLATILE PARALLEL SAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_stats_rows_wrapper';
+
+CREATE FUNCTION jsonb_ttl_internal."_ttl_options_dropped"(
+	"table" oid, /* Oid */
+	"touch" bool, /* bool */
+	"hide" bool, /* bool */
+	"hide_enabled_row_security" bool, /* bool */
+	"row_ttl_index" oid /* Option < Oid > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_options_dropped_by_oid_wrapper';
+
+CREATE FUNCTION jsonb_ttl_internal."_ttl_track_indexes"(
+	"tbl" oid /* Oid */
+) RETURNS void
+STRICT VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_track_indexes_wrapper';
+
+-- Every TTL index of the database. Like every statement of the install and update scripts, the
+-- views are written down to their operators (OPERATOR(pg_catalog.=)), types and functions
+-- (pg_catalog.…), so that nothing a role with CREATE on the extension's schema planted there
+-- first can be a better match and be bound into them.
+CREATE VIEW @extschema@.ttl_indexes AS
+SELECT t.table_oid                          AS table_name,
+       t.column_name,
+       t.path,
+       t.json_path,
+       t.expire_after,
+       t.numeric_unit,
+       t.index_name,
+       pg_catalog.pg_relation_size(i.oid::pg_catalog.regclass) AS index_size,
+       t.created_at,
+       t.time_zone,
+       t.paused_at,
+       t.filter,
+       t.touch,
+       t.hide_expired,
+       t.row_ttl_path,
+       t.drop_partitions
+FROM @extschema@.ttl_index t
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal.index_oid o
+       ON o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) o.index_oid;
+GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
+           is_newly_created, t.time_zone, t.filter, t.touch,
+           jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
+           t.drop_partitions
+    FROM @extschema@.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    created boolean := jsonb_ttl_internal._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
+                                                     filter, touch, build, hide_expired,
+                                                     row_ttl_path, drop_partitions);
+BEGIN
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), numeric_unit,
+                                        time_zone, filter, touch, build, hide_expired,
+                                        row_ttl_path, drop_partitions)
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
+                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
+                                hide_expired boolean DEFAULT NULL, drop_partitions text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
+       AND drop_partitions IS NULL THEN
+        RAISE EXCEPTION 'nothing to change'
+            USING ERRCODE = '22023',
+                  HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions or several.';
+    END IF;
+    IF expire_after IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
+    END IF;
+    IF time_zone IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_time_zone(tbl, time_zone);
+    END IF;
+    IF touch IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_touch(tbl, touch);
+    END IF;
+    IF hide_expired IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_hide_expired(tbl, hide_expired);
+    END IF;
+    IF drop_partitions IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_drop_partitions(tbl, drop_partitions);
+    END IF;
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, false);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after numeric)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_alter(tbl, jsonb_ttl_internal._ttl_seconds(expire_after))
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_drop(tbl regclass)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_index_drop(tbl) $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_expire_now(tbl regclass DEFAULT NULL, max_rows bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_expire_now(tbl, max_rows) $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_expire_preview(tbl regclass, at timestamptz DEFAULT now())
+RETURNS TABLE (rows bigint, oldest timestamptz, newest timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM jsonb_ttl_internal._ttl_expire_preview(tbl, at) $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_resume(tbl regclass)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_index_resume(tbl) $$;
+
+-- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
+-- owner may not write the catalog. It acts on the OIDs pg_event_trigger_dropped_objects()
+-- reports (which no caller can forge), matched against the OIDs the extension recorded for
+-- each TTL index (jsonb_ttl_internal.index_oid), never on names: a name can be renamed away,
+-- squatted or reused by another role.
+CREATE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dropped pg_catalog.oid[] := ARRAY(
+        SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() d
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.objsubid OPERATOR(pg_catalog.=) 0);
+    gone record;
+BEGIN
+    FOR gone IN
+        DELETE FROM @extschema@.ttl_index t
+        WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
+           OR EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                      WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                        AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+                        AND o.index_oid OPERATOR(pg_catalog.=) ANY (dropped))
+        RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch, t.hide_expired,
+                  t.hide_enabled_row_security,
+                  (SELECT o.index_oid FROM jsonb_ttl_internal.index_oid o
+                   WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                     AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+                     AND NOT o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)) AS row_ttl_index
+    LOOP
+        -- DROP INDEX of a TTL index: its touch trigger, policies and per-row TTL index go with it
+        IF gone.touch OR gone.hide_expired OR gone.row_ttl_index IS NOT NULL THEN
+            PERFORM jsonb_ttl_internal._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
+                                                            gone.hide_enabled_row_security,
+                                                            gone.row_ttl_index);
+        END IF;
+    END LOOP;
+    -- DROP INDEX of a per-row TTL index: its name is cleared; its rows wait for a new one
+    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = NULL
+    FROM jsonb_ttl_internal.index_oid o
+    WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+      AND o.index_oid OPERATOR(pg_catalog.=) ANY (dropped);
+    DELETE FROM jsonb_ttl_internal.index_oid o
+    WHERE o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)
+       OR o.table_oid OPERATOR(pg_catalog.=) ANY (dropped);
+END
+$$;
+CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop();
+
+-- CREATE INDEX of an index that is one of a TTL index's (on its table, with its expression and
+-- predicate: a restore, the build_sql statements of build => false): its OID is recorded.
+-- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a recorded index, and ALTER
+-- TABLE … RENAME COLUMN of a column a TTL index reads: the catalog follows the new name, by OID.
+CREATE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    renamed record;
+BEGIN
+    PERFORM jsonb_ttl_internal._ttl_track_indexes(t.table_oid::pg_catalog.oid)
+    FROM @extschema@.ttl_index t
+    WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+              SELECT i.indrelid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text));
+    UPDATE @extschema@.ttl_index t SET index_name = c.relname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+      AND t.index_name OPERATOR(pg_catalog.<>) c.relname;
+    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+      AND t.row_ttl_index_name IS DISTINCT FROM c.relname;
+    UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                  AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+      AND d.objid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid AND NOT a.attisdropped
+      AND t.row_ttl_column IS NOT NULL
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                      WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                        AND x.attname OPERATOR(pg_catalog.=) t.row_ttl_column
+                        AND NOT x.attisdropped);
+    FOR renamed IN
+        UPDATE @extschema@.ttl_index t SET column_name = a.attname
+        FROM pg_catalog.pg_event_trigger_ddl_commands() d
+        JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                      AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+          AND d.objid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid AND NOT a.attisdropped
+          AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                          WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                            AND x.attname OPERATOR(pg_catalog.=) t.column_name
+                            AND NOT x.attisdropped)
+        RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch
+    LOOP
+        -- the touch trigger names the column it writes
+        IF renamed.touch THEN
+            PERFORM jsonb_ttl_internal._ttl_touch_refresh(renamed.relid);
+        END IF;
+    END LOOP;
+    -- a filter names columns: written again from the index predicate, which follows renames
+    PERFORM jsonb_ttl_internal._ttl_filter_refresh(t.table_oid::pg_catalog.oid)
+    FROM @extschema@.ttl_index t
+    WHERE t.filter_sql IS NOT NULL
+      AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+              SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text));
+    -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
+    IF EXISTS (SELECT FROM @extschema@.ttl_index t
+               JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+               JOIN pg_catalog.pg_event_trigger_ddl_commands() d ON d.objid OPERATOR(pg_catalog.=) c.oid
+               WHERE t.hide_expired AND c.relforcerowsecurity) THEN
+        RAISE EXCEPTION 'FORCE ROW LEVEL SECURITY would hide expired rows from the purge of a TTL index with hide_expired'
+            USING ERRCODE = '0A000',
+                  HINT = 'Turn hide_expired off first: ttl_index_alter(tbl, hide_expired => false).';
+    END IF;
+END
+$$;
+CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
+    WHEN TAG IN ('ALTER INDEX', 'ALTER TABLE', 'CREATE INDEX')
+    EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end();
+
+-- What the background worker did, one row per table it deletes from (like pg_stat_*): each TTL
+-- index of this database, or each leaf partition of a partitioned table's TTL index.
+CREATE VIEW @extschema@.ttl_stats AS
+SELECT l.relid::pg_catalog.regclass             AS table_name,
+       coalesce(s.runs, 0)                      AS runs,
+       coalesce(s.rows_deleted, 0)              AS rows_deleted,
+       s.last_run_at,
+       coalesce(s.last_rows_deleted, 0)         AS last_rows_deleted,
+       coalesce(s.limit_reached, 0)             AS limit_reached,
+       coalesce(s.errors, 0)                    AS errors,
+       s.last_error,
+       s.oldest_expired,
+       t.table_oid                              AS ttl_table,
+       CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
+            THEN 'foreign table: rows are not deleted through a foreign data wrapper'::pg_catalog.text
+            WHEN t.paused_at IS NOT NULL THEN t.paused_reason
+            ELSE s.set_aside
+       END                                      AS skipped,
+       coalesce(u.rows_undeletable, 0)          AS rows_undeletable
+FROM @extschema@.ttl_index t
+CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(t.table_oid) l(relid)
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal._ttl_undeletable() u ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
+GRANT SELECT ON @extschema@.ttl_stats TO PUBLIC;
+
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_sql_drop() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_options_dropped(oid, boolean, boolean, boolean, oid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_track_indexes(oid) FROM PUBLIC;
