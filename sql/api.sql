@@ -342,3 +342,19 @@ REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_batch(oid, bigint) FRO
 
 -- Tell the launcher (when preloaded) that this database now wants a worker.
 SELECT jsonb_ttl_internal._ttl_wake_launcher();
+
+-- A schema where roles other than its owner may create objects is one where they can plant
+-- objects for whoever installs or updates an extension there: say so (docs/security.md).
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_extension e
+               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+               CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) a
+               WHERE e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name
+                 AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'::pg_catalog.text
+                 AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner) THEN
+        RAISE WARNING 'jsonb_ttl is in a schema where roles other than its owner may create objects'
+            USING HINT = 'Such a role can plant objects for a superuser to run. Install jsonb_ttl into a schema only trusted roles may create in (CREATE SCHEMA ttl; CREATE EXTENSION jsonb_ttl SCHEMA ttl), or revoke CREATE on this one; see docs/security.md.';
+    END IF;
+END
+$$;
