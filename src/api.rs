@@ -42,7 +42,12 @@ fn check_expire_after(expire_after: Option<Interval>) -> Interval {
 }
 
 /// A number of seconds as an interval, for the numeric overloads.
-#[pg_extern(immutable, parallel_safe, name = "_ttl_seconds", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    immutable,
+    parallel_safe,
+    name = "_ttl_seconds",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
     let seconds = required(seconds, "expire_after");
@@ -226,7 +231,12 @@ fn check_drop_partitions(
 }
 
 /// Turns dropping whole partitions on ('drop', 'detach') or off ('off'; see [`partitions`]).
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_drop_partitions", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_drop_partitions",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_drop_partitions(tbl: Option<Oid>, mode: Option<&str>) {
     let table = owned_table(tbl);
@@ -338,7 +348,12 @@ fn same_zone(a: Option<&str>, b: Option<&str>) -> bool {
 
 /// `ttl_index_create` as 0.1.0's SQL calls it (no time_zone): the 0.2.0 library serves it
 /// until `ALTER EXTENSION jsonb_ttl UPDATE` runs.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_create",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create(
     tbl: Option<Oid>,
@@ -349,7 +364,12 @@ fn ttl_index_create(
     ttl_index_create_in_zone(tbl, path, expire_after, numeric_unit, None)
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_create",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create_in_zone(
     tbl: Option<Oid>,
@@ -376,7 +396,12 @@ fn ttl_index_create_in_zone(
 /// `ttl_index_create` with every option (sql/api.sql gives it its documented signature, with
 /// names and defaults: one argument per option is the SQL face).
 #[allow(clippy::too_many_arguments)]
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_create", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_create",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_create_with_options(
     tbl: Option<Oid>,
@@ -544,7 +569,12 @@ fn ttl_index_create_with_options(
     true
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_alter", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_alter",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
     let table = owned_table(tbl);
@@ -578,7 +608,12 @@ fn set_column(ext: &str, table: &Table, column: &str, value: pgrx::datum::DatumW
 /// expression, so the TTL index is rebuilt: a new index is built beside the old one (CREATE
 /// INDEX: a SHARE lock, so writes to the table wait for the build), the catalog points at it,
 /// the old one is dropped and the new one takes its name (ACCESS EXCLUSIVE, for an instant).
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_time_zone", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_time_zone",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     let table = owned_table(tbl);
@@ -639,7 +674,12 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
 }
 
 /// Turns touch on or off (see [`touch`]): the trigger is created or dropped, the index stays.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_touch", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_touch",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
     let table = owned_table(tbl);
@@ -656,7 +696,12 @@ fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
 }
 
 /// Turns hide_expired on or off (see [`hide`]): the policies are created or dropped.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_set_hide_expired", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_hide_expired",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
     let table = owned_table(tbl);
@@ -684,7 +729,12 @@ fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
     );
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_drop", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_drop",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     let table = owned_table(tbl);
@@ -715,7 +765,12 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     true
 }
 
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_expire_now", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_expire_now",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     let max_rows = max_rows.unwrap_or(i64::MAX);

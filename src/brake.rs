@@ -128,7 +128,12 @@ pub fn rearm(ext_schema: &str, root: Oid) {
 /// releases the brake until a visit of the worker drains the table. For the table's owner.
 /// Returns whether the index was paused; an index that was not is left as it is (its brake
 /// still holds).
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_index_resume", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_resume",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_resume(tbl: Option<Oid>) -> bool {
     let table = owned_table(tbl);

@@ -190,21 +190,28 @@ pub fn statements(
 
 /// `ttl_index_info.build_sql`: the statements still to run to build the TTL index of `tbl`
 /// (created with `build => false`), or NULL when it is built.
-#[pg_extern(stable, parallel_safe, name = "_ttl_index_build_sql", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    stable,
+    parallel_safe,
+    name = "_ttl_index_build_sql",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
     let ext = catalog::extension_schema();
     let index = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
         .into_iter()
         .next()?;
-    let schema = Spi::get_one_with_args::<String>(
-        "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c \
+    let (Some(schema), Some(relname)) = Spi::get_two_with_args::<String, String>(
+        "SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text FROM pg_catalog.pg_class c \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
          WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[tbl.into()],
     )
-    .ok()
-    .flatten()?;
+    .ok()?
+    else {
+        return None;
+    };
     let ready = [
         index.index_ready,
         index
@@ -219,6 +226,11 @@ fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
             _ => (ready[1], "_row_ttl_idx"),
         };
         if !built {
+            // a per-row TTL index that was dropped has no name any more: a free one
+            let name = match name.is_empty() {
+                true => free_index_name(&schema, &relname, suffix, &[]),
+                false => name,
+            };
             statements.extend(self::statements(
                 tbl,
                 &schema,
@@ -454,13 +466,21 @@ pub fn stale_records(ext: &str) -> Vec<Oid> {
     Spi::connect(|client| {
         client
             .select(&sql, None, &[])
-            .map(|rows| rows.filter_map(|row| row.get::<Oid>(1).ok().flatten()).collect())
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<Oid>(1).ok().flatten())
+                    .collect()
+            })
             .unwrap_or_default()
     })
 }
 
 /// [`track_indexes`] for the sql/api.sql event trigger (after CREATE INDEX).
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_track_indexes", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_track_indexes",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_track_indexes(tbl: Oid) {
     track_indexes(&catalog::extension_schema(), tbl);
@@ -495,7 +515,12 @@ pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, St
 /// column (`index_name`, `row_ttl_index_name`), or NULL. The sql/api.sql event trigger follows
 /// ALTER INDEX … RENAME with it, so renaming another index of the table never moves the
 /// catalog (while a `build => false` index is not built yet, its name points at nothing).
-#[pg_extern(stable, parallel_safe, name = "_ttl_index_role", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    stable,
+    parallel_safe,
+    name = "_ttl_index_role",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
     let ext = catalog::extension_schema();

@@ -413,7 +413,12 @@ pub fn from_index_predicate(table: Oid, predicate: &str) -> Option<Filter> {
 /// The filter of the TTL index of `tbl` written again from its index (see
 /// [`from_index_predicate`]): the sql/api.sql event trigger calls it after ALTER TABLE …
 /// RENAME COLUMN of a table whose TTL index has a filter.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_filter_refresh", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_filter_refresh",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_filter_refresh(tbl: Oid) {
     let ext = crate::catalog::extension_schema();

@@ -191,7 +191,12 @@ fn run(sql: &str) {
 /// The sql/api.sql event trigger calls this when DROP INDEX removed the catalog entry of a TTL
 /// index whose table is still there: its touch trigger, policies and per-row TTL index (by the
 /// OID recorded for it) go too.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_options_dropped", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_options_dropped",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_options_dropped_by_oid(
     table: Oid,

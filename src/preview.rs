@@ -20,7 +20,12 @@ use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
 #[allow(clippy::type_complexity)]
-#[pg_extern(stable, parallel_safe, name = "_ttl_expire_preview", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    stable,
+    parallel_safe,
+    name = "_ttl_expire_preview",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_expire_preview(
     tbl: Option<Oid>,

@@ -267,7 +267,12 @@ pub fn take_without_extension() -> Vec<(pg_sys::Oid, i32)> {
 
 /// Called from CREATE EXTENSION: the launcher starts this database's worker at once, and the
 /// worker waits for this transaction to end.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_wake_launcher", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_wake_launcher",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_wake_launcher() {
     if crate::preloaded() {

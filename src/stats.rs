@@ -284,17 +284,16 @@ fn visible_entries() -> Vec<StatsRow> {
             let table = pg_sys::Oid::from(e.reloid);
             let error = (e.last_error_len > 0).then(|| {
                 let may_read = reads_all
-                    || owner_of(table).is_some_and(|owner| unsafe {
-                        pg_sys::has_privs_of_role(user, owner)
-                    });
+                    || owner_of(table)
+                        .is_some_and(|owner| unsafe { pg_sys::has_privs_of_role(user, owner) });
                 match may_read {
                     true => String::from_utf8_lossy(&e.last_error[..e.last_error_len]).into_owned(),
                     false => "<insufficient privilege>".to_string(),
                 }
             });
             let set_aside = (e.set_aside_until > now).then(|| {
-                let until = timestamptz(e.set_aside_until)
-                    .map_or_else(String::new, |at| at.to_string());
+                let until =
+                    timestamptz(e.set_aside_until).map_or_else(String::new, |at| at.to_string());
                 format!(
                     "set aside until {until}: a batch held the worker past jsonb_ttl.batch_timeout \
                      and the worker was terminated ({} time(s) in a row)",
@@ -330,7 +329,12 @@ fn owner_of(table: pg_sys::Oid) -> Option<pg_sys::Oid> {
 
 /// The statistics of the current database's TTL indexes (the `ttl_stats` view joins them).
 /// Reads shared memory and the system catalogs only: no owner code runs.
-#[pg_extern(volatile, parallel_safe, name = "_ttl_stats", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_safe,
+    name = "_ttl_stats",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 #[allow(clippy::type_complexity)]
 fn ttl_stats_rows() -> TableIterator<
@@ -389,7 +393,12 @@ fn ttl_oldest_expired(_tbl: pg_sys::Oid, target: pg_sys::Oid) -> Option<Timestam
 /// Rows of each TTL table of the current database that the worker cannot delete and has set
 /// aside (the `ttl_stats` view joins them; a function of its own, so that 0.1.0's `_ttl_stats`
 /// keeps its shape until the update).
-#[pg_extern(volatile, parallel_safe, name = "_ttl_undeletable", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_safe,
+    name = "_ttl_undeletable",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_undeletable(
 ) -> TableIterator<'static, (name!(table_oid, pg_sys::Oid), name!(rows_undeletable, i64))> {

@@ -259,7 +259,12 @@ pub fn remove_from(ext: &str, table: Oid, qualified: &str) {
 
 /// The touch trigger of `tbl` written again from the catalog: the sql/api.sql event trigger
 /// calls it after ALTER TABLE … RENAME COLUMN of the column it writes.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_touch_refresh", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_touch_refresh",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_touch_refresh(tbl: Oid) {
     let ext = catalog::extension_schema();

@@ -9,10 +9,10 @@
 
 use crate::bgw::{self, handle_signals, sleep, BatchTimer};
 use crate::catalog::{self, TtlIndex};
+use crate::deadline::Deadline;
 use crate::deleter::{Batch, Outcome, Purge};
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::deadline::Deadline;
 use crate::{batch_size, brake, budget, build, deleter, gucs, owner, partitions, registry, stats};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
@@ -303,11 +303,17 @@ impl Worker {
                 // it held a worker past its deadline: ttl_stats shows until when
                 _ if set_aside[at] => Limit::None,
                 _ if !index.index_ready => {
-                    let why = format!(
-                        "the TTL index {} is missing or not valid on this table: \
-                         nothing is deleted until it is built (REINDEX, or ttl_index_create again)",
-                        index.index_name
-                    );
+                    let why = match index.index_name.is_empty() {
+                        true => "the per-row TTL index of this table was dropped: its rows are \
+                                 not deleted until it is built again (ttl_index_create again \
+                                 returns the statements in build_sql)"
+                            .to_string(),
+                        false => format!(
+                            "the TTL index {} is missing or not valid on this table: \
+                             nothing is deleted until it is built (REINDEX, or ttl_index_create again)",
+                            index.index_name
+                        ),
+                    };
                     report(index, 0, Limit::None, None, Some(why))
                 }
                 true => self.purge(ext, index),
@@ -796,7 +802,12 @@ fn in_batch_frame<R>(
 /// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`). For tests that need to stop
 /// a batch halfway (tests/isolation), which no background worker lets them do. Superusers only
 /// (EXECUTE is revoked from PUBLIC), and only on tables whose owner's privileges the caller has.
-#[pg_extern(volatile, parallel_unsafe, name = "_ttl_worker_batch", schema = "jsonb_ttl_internal")]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_worker_batch",
+    schema = "jsonb_ttl_internal"
+)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
     let ext = catalog::extension_schema();

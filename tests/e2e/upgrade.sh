@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# ALTER EXTENSION jsonb_ttl UPDATE from the released 0.1.0 (sql/jsonb_ttl--0.1.0.sql, kept as
-# shipped): an updated database equals a fresh one, member object by member object (pg_dump
-# --schema-only leaves an extension's members out, so the catalogs are compared directly), and
-# the worker purges before and after the update with the TTL index in place.
+# ALTER EXTENSION jsonb_ttl UPDATE from the released 0.1.0 and 0.2.0 (sql/jsonb_ttl--0.1.0.sql
+# and sql/jsonb_ttl--0.2.0.sql, kept as shipped but for security fixes): an updated database
+# equals a fresh one, member object by member object (pg_dump --schema-only leaves an
+# extension's members out, so the catalogs are compared directly), and the worker purges before
+# and after the update with the TTL index in place.
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-upgrade 28841 "jsonb_ttl.frequency = 100"
 
-q postgres -c "CREATE DATABASE updated" -c "CREATE DATABASE fresh"
+q postgres -c "CREATE DATABASE updated" -c "CREATE DATABASE fresh" -c "CREATE DATABASE from020"
 q updated -v ON_ERROR_STOP=1 <<'SQL'
 CREATE EXTENSION jsonb_ttl VERSION '0.1.0';
 CREATE TABLE events (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
@@ -18,10 +19,10 @@ CREATE TABLE visits (id int, seen timestamp);
 SELECT FROM ttl_index_create('visits', 'seen', interval '1 day');
 SQL
 visits_index() { q updated -c "SELECT indexdef LIKE '%AT TIME ZONE ''UTC''%' FROM pg_indexes WHERE indexname = 'visits_ttl_idx'"; }
-expect_eq "under 0.1.0's SQL the 0.2.0 library still reads a timestamp column as UTC" t "$(visits_index)"
+expect_eq "under 0.1.0's SQL the 0.3.0 library still reads a timestamp column as UTC" t "$(visits_index)"
 q fresh -c "CREATE EXTENSION jsonb_ttl"
 empty() { [ "$(q updated -c "SELECT count(*) FROM events")" = 0 ]; }
-wait_for "the 0.2.0 library's worker purges a 0.1.0 database" 5 empty
+wait_for "the 0.3.0 library's worker purges a 0.1.0 database" 5 empty
 expect_eq "0.1.0 is what is installed there" 0.1.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
 
 # The 0.1.0 library took an hours-only offset (`+00`, PostgreSQL's timestamptz output) for no
@@ -33,7 +34,7 @@ q updated -c "ALTER EXTENSION jsonb_ttl UPDATE"
 after=$(q updated -c "$files")
 expect_eq "the update rebuilt the TTL index over JSON, not the one over a timestamp column" "events_ttl_idx changed, visits_ttl_idx kept" \
   "events_ttl_idx $([ "${before%% *}" != "${after%% *}" ] && echo changed || echo kept), visits_ttl_idx $([ "${before##* }" = "${after##* }" ] && echo kept || echo changed)"
-expect_eq "the update reaches the default version" 0.2.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+expect_eq "the update reaches the default version" 0.3.0 "$(q updated -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
 
 # Every member object of the extension, described by what a user or an attacker can observe.
 describe='
@@ -69,8 +70,10 @@ FROM pg_extension x WHERE x.extname = $$jsonb_ttl$$
 ORDER BY 1'
 q updated -c "$describe" >"$CLUSTER_DIR/updated.txt"
 q fresh -c "$describe" >"$CLUSTER_DIR/fresh.txt"
-expect_eq "an updated 0.1.0 database equals a fresh 0.2.0 one ($(wc -l <"$CLUSTER_DIR/fresh.txt") member objects compared)" "" \
+expect_eq "an updated 0.1.0 database equals a fresh 0.3.0 one ($(wc -l <"$CLUSTER_DIR/fresh.txt") member objects compared)" "" \
   "$(diff "$CLUSTER_DIR/updated.txt" "$CLUSTER_DIR/fresh.txt")"
+expect_eq "the update recorded the OIDs of the existing TTL indexes" "events_ttl_idx visits_ttl_idx" \
+  "$(q updated -c "SELECT string_agg(index_oid::regclass::text, ' ' ORDER BY index_oid::regclass::text) FROM jsonb_ttl_internal.index_oid")"
 expect_eq "the TTL indexes survived the update" "events_ttl_idx visits_ttl_idx" \
   "$(q updated -c "SELECT string_agg(index_name, ' ' ORDER BY index_name) FROM ttl_indexes")"
 expect_eq "an updated timestamp column's index keeps reading UTC (time_zone NULL), no rebuild" "t|" \
@@ -97,4 +100,31 @@ SQL
 eventually_eq "after the update, filter + touch + per-row TTL: only the filtered row with ttl 0 goes" 5 "2,3" updated \
   "SELECT string_agg(id::text, ',' ORDER BY id) FROM items"
 eventually_eq "and an expired partition is dropped whole" 5 f updated "SELECT to_regclass('parted_2019') IS NOT NULL"
+
+# 0.2.0 → 0.3.0: a database made at 0.2.0 with every option, served by the 0.3.0 library
+# before its update (ttl_stats, a DROP INDEX through 0.2.0's event trigger), then updated.
+q from020 <<'SQL'
+CREATE EXTENSION jsonb_ttl VERSION '0.2.0';
+CREATE TABLE items (id int PRIMARY KEY, kind text, doc jsonb);
+SELECT FROM ttl_index_create('items', 'ts', interval '1 hour', filter => $$kind <> 'keep'$$,
+                             touch => true, row_ttl_path => 'ttl', hide_expired => true);
+CREATE TABLE gone (id int, at timestamptz);
+SELECT FROM ttl_index_create('gone', 'at', interval '1 hour', row_ttl_path => 'id');
+SQL
+expect_eq "0.2.0's ttl_stats reads under the 0.3.0 library" 2 "$(q from020 -c "SELECT count(*) FROM ttl_stats")"
+q from020 -c "DROP INDEX gone_ttl_idx"
+expect_eq "0.2.0's event trigger with the 0.3.0 library: DROP INDEX removes the entry and its per-row index" "0|" \
+  "$(q from020 -c "SELECT count(*) FROM ttl_index WHERE table_oid = 'gone'::regclass")|$(q from020 -c "SELECT to_regclass('gone_row_ttl_idx')")"
+q from020 -c "ALTER EXTENSION jsonb_ttl UPDATE"
+expect_eq "0.2.0 updates to 0.3.0" 0.3.0 "$(q from020 -c "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+q from020 -c "$describe" >"$CLUSTER_DIR/from020.txt"
+expect_eq "an updated 0.2.0 database equals a fresh 0.3.0 one" "" "$(diff "$CLUSTER_DIR/from020.txt" "$CLUSTER_DIR/fresh.txt")"
+expect_eq "the update recorded both indexes of the per-row TTL index, by OID" "index_name:items_ttl_idx row_ttl_index_name:items_row_ttl_idx" \
+  "$(q from020 -c "SELECT string_agg(role || ':' || index_oid::regclass::text, ' ' ORDER BY role) FROM jsonb_ttl_internal.index_oid")"
+q from020 -c "INSERT INTO items VALUES (1, 'temp', '{\"ttl\": 0}'), (2, 'keep', '{\"ttl\": 0}')"
+eventually_eq "after the update to 0.3.0 the worker purges with every option" 5 "2" from020 \
+  "SELECT string_agg(id::text, ',' ORDER BY id) FROM items"
+q from020 -c "SELECT ttl_index_drop('items')"
+expect_eq "and ttl_index_drop removes both indexes, the trigger and the policies" "0|0|0" \
+  "$(q from020 -c "SELECT count(*) FROM pg_indexes WHERE tablename = 'items' AND indexname LIKE '%ttl%'")|$(q from020 -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'items'::regclass AND NOT tgisinternal")|$(q from020 -c "SELECT count(*) FROM pg_policy WHERE polrelid = 'items'::regclass")"
 finish
