@@ -65,6 +65,7 @@ CREATE TABLE jsonb_ttl_internal.index_oid (
     UNIQUE (table_oid, role)
 );
 COMMENT ON TABLE jsonb_ttl_internal.index_oid IS 'jsonb_ttl: the OID of each index of each TTL index.';
+GRANT SELECT ON jsonb_ttl_internal.index_oid TO PUBLIC;   -- as ttl_index: nothing secret
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
 -- partition of a partitioned table (ctid is unique only within one).

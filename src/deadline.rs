@@ -57,7 +57,9 @@ impl Deadline {
     /// watched when `timeout_ms` is 0 (no time limit) or the library is not preloaded (a
     /// caller's own session: `ttl_expire_now()`).
     pub fn arm(table: Oid, timeout_ms: i32) -> Deadline {
-        let armed = timeout_ms > 0 && crate::preloaded() && unsafe { pg_sys::IsBackgroundWorker };
+        let armed = timeout_ms > 0
+            && crate::preloaded()
+            && unsafe { pg_sys::MyBackendType } == pg_sys::BackendType::B_BG_WORKER;
         if armed {
             let deadline_ms = now_ms() + timeout_ms as i64 + GRACE_MS;
             update_mine(|watch| {

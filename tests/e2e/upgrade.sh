@@ -124,7 +124,7 @@ expect_eq "the update recorded both indexes of the per-row TTL index, by OID" "i
 q from020 -c "INSERT INTO items VALUES (1, 'temp', '{\"ttl\": 0}'), (2, 'keep', '{\"ttl\": 0}')"
 eventually_eq "after the update to 0.3.0 the worker purges with every option" 5 "2" from020 \
   "SELECT string_agg(id::text, ',' ORDER BY id) FROM items"
-q from020 -c "SELECT ttl_index_drop('items')"
+q from020 -c "SELECT FROM ttl_index_drop('items')"
 expect_eq "and ttl_index_drop removes both indexes, the trigger and the policies" "0|0|0" \
   "$(q from020 -c "SELECT count(*) FROM pg_indexes WHERE tablename = 'items' AND indexname LIKE '%ttl%'")|$(q from020 -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'items'::regclass AND NOT tgisinternal")|$(q from020 -c "SELECT count(*) FROM pg_policy WHERE polrelid = 'items'::regclass")"
 finish
