@@ -510,11 +510,11 @@ pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, St
         .collect()
 }
 
-/// Which index of the TTL index of `tbl` the index `index` is, going by what it is (its
-/// expression and predicate, as `pg_get_expr` shows them), whatever its name: its catalog
-/// column (`index_name`, `row_ttl_index_name`), or NULL. The sql/api.sql event trigger follows
-/// ALTER INDEX … RENAME with it, so renaming another index of the table never moves the
-/// catalog (while a `build => false` index is not built yet, its name points at nothing).
+/// Which index of the TTL index of `tbl` the index `index` is, going by what it is (its one
+/// key, an expression or a plain `timestamptz` column, and its predicate, as `pg_get_expr` and
+/// `pg_get_indexdef` show them), whatever its name: its catalog column (`index_name`,
+/// `row_ttl_index_name`), or NULL. [`track_indexes`] records an index's OID only when it is
+/// one of these, on the TTL table itself.
 #[pg_extern(
     stable,
     parallel_safe,
@@ -528,9 +528,12 @@ fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
         .into_iter()
         .next()?;
     let (Some(expression), Some(predicate)) = Spi::get_two_with_args::<String, String>(
-        "SELECT pg_catalog.pg_get_expr(indexprs, indrelid), pg_catalog.pg_get_expr(indpred, indrelid) \
+        "SELECT coalesce(pg_catalog.pg_get_expr(indexprs, indrelid), \
+                         pg_catalog.pg_get_indexdef(indexrelid, 1, false)), \
+                pg_catalog.pg_get_expr(indpred, indrelid) \
          FROM pg_catalog.pg_index \
-         WHERE indexrelid OPERATOR(pg_catalog.=) $1 AND indrelid OPERATOR(pg_catalog.=) $2",
+         WHERE indexrelid OPERATOR(pg_catalog.=) $1 AND indrelid OPERATOR(pg_catalog.=) $2 \
+           AND indnatts OPERATOR(pg_catalog.=) 1",
         &[index.into(), tbl.into()],
     )
     .ok()?
