@@ -534,7 +534,8 @@ impl Worker {
         }
         stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
         if limit == Limit::None && error.is_none() {
-            if index.part != catalog::Part::OwnTtl {
+            if index.part != catalog::Part::OwnTtl && self.undeletable.count(index.table) == 0 {
+                // drained: nothing expired is left (rows set aside stay, and so does their age)
                 stats::record_oldest_expired(index.table, None);
             }
             // drained: the next backlog is checked by the brake again
