@@ -282,14 +282,21 @@ fn visible_entries() -> Vec<StatsRow> {
         .iter()
         .map(|e| {
             let table = pg_sys::Oid::from(e.reloid);
-            let error = (e.last_error_len > 0).then(|| {
-                let may_read = reads_all
-                    || owner_of(table)
-                        .is_some_and(|owner| unsafe { pg_sys::has_privs_of_role(user, owner) });
-                match may_read {
-                    true => String::from_utf8_lossy(&e.last_error[..e.last_error_len]).into_owned(),
-                    false => "<insufficient privilege>".to_string(),
-                }
+            let access = (e.last_error_len > 0 || e.oldest_expired != 0)
+                .then(|| access_of(table))
+                .flatten();
+            let may_read = reads_all
+                || access.is_some_and(|a| unsafe { pg_sys::has_privs_of_role(user, a.owner) });
+            // the lag is a reference time from a row: shown as the table's rows are, to whoever
+            // may read them all (SELECT, and no row security between them and the reader)
+            let may_read_rows = may_read || access.is_some_and(|a| a.select && !a.row_security);
+            let oldest_expired = match may_read_rows {
+                true => timestamptz(e.oldest_expired),
+                false => None,
+            };
+            let error = (e.last_error_len > 0).then(|| match may_read {
+                true => String::from_utf8_lossy(&e.last_error[..e.last_error_len]).into_owned(),
+                false => "<insufficient privilege>".to_string(),
             });
             let set_aside = (e.set_aside_until > now).then(|| {
                 let until =
@@ -309,22 +316,38 @@ fn visible_entries() -> Vec<StatsRow> {
                 e.limit_reached as i64,
                 e.errors as i64,
                 error,
-                timestamptz(e.oldest_expired),
+                oldest_expired,
                 set_aside,
             )
         })
         .collect()
 }
 
-/// The owner of `table` from the system cache, without locking it (a statistics read takes no
-/// lock on the tables it reports); `None` when it is gone.
-fn owner_of(table: pg_sys::Oid) -> Option<pg_sys::Oid> {
-    Spi::get_one_with_args::<pg_sys::Oid>(
-        "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
+/// Who may read what of a table's statistics.
+#[derive(Clone, Copy)]
+struct Access {
+    owner: pg_sys::Oid,
+    /// The reader may SELECT from the table.
+    select: bool,
+    /// Row security is enabled on it.
+    row_security: bool,
+}
+
+/// [`Access`] to `table` from the system catalogs, without locking it (a statistics read
+/// takes no lock on the tables it reports); `None` when it is gone.
+fn access_of(table: pg_sys::Oid) -> Option<Access> {
+    let (owner, select, row_security) = Spi::get_three_with_args::<pg_sys::Oid, bool, bool>(
+        "SELECT relowner, pg_catalog.has_table_privilege(oid, 'SELECT'::pg_catalog.text), \
+                relrowsecurity \
+         FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
         &[table.into()],
     )
-    .ok()
-    .flatten()
+    .ok()?;
+    Some(Access {
+        owner: owner?,
+        select: select.unwrap_or(false),
+        row_security: row_security.unwrap_or(true),
+    })
 }
 
 /// The statistics of the current database's TTL indexes (the `ttl_stats` view joins them).
