@@ -6,7 +6,9 @@
 -- joins the other internals.
 ALTER FUNCTION @extschema@._ttl_touch() SET SCHEMA jsonb_ttl_internal;
 
--- Every TTL index of the database. Like every statement of the install and update scripts, the
+-- Every TTL index of the database; index_size from the pages the catalog records (as of the
+-- index's build or last VACUUM or ANALYZE), read without locking the index, so that no
+-- tenant's lock makes the view wait. Like every statement of the install and update scripts, the
 -- views are written down to their operators (OPERATOR(pg_catalog.=)), types and functions
 -- (pg_catalog.…), so that nothing a role with CREATE on the extension's schema planted there
 -- first can be a better match and be bound into them.
@@ -18,7 +20,8 @@ SELECT t.table_oid                          AS table_name,
        t.expire_after,
        t.numeric_unit,
        t.index_name,
-       pg_catalog.pg_relation_size(i.oid::pg_catalog.regclass) AS index_size,
+       i.relpages::pg_catalog.int8 OPERATOR(pg_catalog.*)
+         pg_catalog.current_setting('block_size'::pg_catalog.text)::pg_catalog.int8 AS index_size,
        t.created_at,
        t.time_zone,
        t.paused_at,
@@ -209,7 +212,8 @@ $$;
 CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop();
 
 -- CREATE INDEX of an index that is one of a TTL index's (on its table, with its expression and
--- predicate: a restore, the build_sql statements of build => false): its OID is recorded.
+-- predicate: a restore, the build_sql statements of build => false), or ALTER of one that is
+-- not recorded (a REINDEX CONCURRENTLY made it): its OID is recorded (_ttl_track_indexes).
 -- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a recorded index, and ALTER
 -- TABLE … RENAME COLUMN of a column a TTL index reads: the catalog follows the new name, by OID.
 CREATE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
@@ -226,7 +230,10 @@ BEGIN
               SELECT i.indrelid FROM pg_catalog.pg_event_trigger_ddl_commands() d
               JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-                AND d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text));
+                AND (d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text
+                     -- an index not recorded, altered: maybe a REINDEX CONCURRENTLY's new one
+                     OR NOT EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                                    WHERE o.index_oid OPERATOR(pg_catalog.=) d.objid))));
     UPDATE @extschema@.ttl_index t SET index_name = c.relname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid

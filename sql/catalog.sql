@@ -68,14 +68,22 @@ COMMENT ON TABLE jsonb_ttl_internal.index_oid IS 'jsonb_ttl: the OID of each ind
 GRANT SELECT ON jsonb_ttl_internal.index_oid TO PUBLIC;   -- as ttl_index: nothing secret
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
--- partition of a partitioned table (ctid is unique only within one).
+-- partition of a partitioned table (ctid is unique only within one). Read from the catalogs
+-- without locking any table (pg_partition_tree() would lock every partition, and wait behind a
+-- tenant's lock), so that ttl_stats and the worker's catalog read never wait on one.
 CREATE FUNCTION jsonb_ttl_internal._ttl_targets(tbl regclass) RETURNS SETOF regclass
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT p.relid FROM pg_catalog.pg_partition_tree(tbl) p WHERE p.isleaf
-    UNION
-    SELECT tbl WHERE (SELECT c.relkind FROM pg_catalog.pg_class c
-                      WHERE c.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)
-                     OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
+    WITH RECURSIVE tree(relid) AS (
+        SELECT tbl::pg_catalog.oid
+        UNION ALL
+        SELECT i.inhrelid FROM tree t
+        JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) t.relid
+        JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhrelid
+        WHERE p.relispartition
+    )
+    SELECT t.relid::pg_catalog.regclass FROM tree t
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid
+    WHERE c.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
 $$;

@@ -259,7 +259,7 @@ AS $$
 DECLARE
     created boolean := @extschema@._ttl_index_create(tbl::pg_catalog.oid, path, expire_after, numeric_unit);
 BEGIN
-    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, created);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.regclass, created);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text) IS
@@ -283,7 +283,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM @extschema@._ttl_index_alter(tbl::pg_catalog.oid, expire_after);
-    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, false);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.regclass, false);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_alter(regclass, interval) IS

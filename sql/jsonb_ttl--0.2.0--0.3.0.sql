@@ -11,18 +11,13 @@ CREATE SCHEMA jsonb_ttl_internal;
 COMMENT ON SCHEMA jsonb_ttl_internal IS 'jsonb_ttl: internals; nothing here is called directly.';
 GRANT USAGE ON SCHEMA jsonb_ttl_internal TO PUBLIC;
 
--- What reads the functions that change shape goes first: the views and the event triggers.
-DROP VIEW @extschema@.ttl_stats;
-DROP VIEW @extschema@.ttl_indexes;
+-- The event triggers are written again below (they act on OIDs now). Nothing else is dropped
+-- before what replaces it exists: the views are replaced in place, with the same columns, so
+-- that a role's own view over ttl_stats or ttl_indexes cannot block the update.
 DROP EVENT TRIGGER jsonb_ttl_sql_drop;
 DROP EVENT TRIGGER jsonb_ttl_ddl_command_end;
 DROP FUNCTION @extschema@._ttl_on_sql_drop();
 DROP FUNCTION @extschema@._ttl_on_ddl_command_end();
--- ttl_stats no longer runs the owner's code at read time (the worker records oldest_expired),
--- and the sql_drop handler drops a per-row TTL index by its OID, not by a name.
-DROP FUNCTION @extschema@._ttl_stats();
-DROP FUNCTION @extschema@._ttl_oldest_expired(oid, oid);
-DROP FUNCTION @extschema@._ttl_options_dropped(oid, boolean, boolean, boolean, text);
 
 ALTER FUNCTION @extschema@._ttl_targets(regclass) SET SCHEMA jsonb_ttl_internal;
 ALTER FUNCTION @extschema@._ttl_expire_now(oid,bigint) SET SCHEMA jsonb_ttl_internal;
@@ -62,16 +57,24 @@ COMMENT ON TABLE jsonb_ttl_internal.index_oid IS 'jsonb_ttl: the OID of each ind
 GRANT SELECT ON jsonb_ttl_internal.index_oid TO PUBLIC;   -- as ttl_index: nothing secret
 
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
--- partition of a partitioned table (ctid is unique only within one).
+-- partition of a partitioned table (ctid is unique only within one). Read from the catalogs
+-- without locking any table (pg_partition_tree() would lock every partition, and wait behind a
+-- tenant's lock), so that ttl_stats and the worker's catalog read never wait on one.
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_targets(tbl regclass) RETURNS SETOF regclass
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT p.relid FROM pg_catalog.pg_partition_tree(tbl) p WHERE p.isleaf
-    UNION
-    SELECT tbl WHERE (SELECT c.relkind FROM pg_catalog.pg_class c
-                      WHERE c.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)
-                     OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
+    WITH RECURSIVE tree(relid) AS (
+        SELECT tbl::pg_catalog.oid
+        UNION ALL
+        SELECT i.inhrelid FROM tree t
+        JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) t.relid
+        JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhrelid
+        WHERE p.relispartition
+    )
+    SELECT t.relid::pg_catalog.regclass FROM tree t
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid
+    WHERE c.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
 $$;
 
 -- The indexes of the existing TTL indexes, by their names as recorded, on their own tables.
@@ -123,11 +126,13 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_track_indexes_wrapper';
 
--- Every TTL index of the database. Like every statement of the install and update scripts, the
+-- Every TTL index of the database; index_size from the pages the catalog records (as of the
+-- index's build or last VACUUM or ANALYZE), read without locking the index, so that no
+-- tenant's lock makes the view wait. Like every statement of the install and update scripts, the
 -- views are written down to their operators (OPERATOR(pg_catalog.=)), types and functions
 -- (pg_catalog.…), so that nothing a role with CREATE on the extension's schema planted there
 -- first can be a better match and be bound into them.
-CREATE VIEW @extschema@.ttl_indexes AS
+CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
 SELECT t.table_oid                          AS table_name,
        t.column_name,
        t.path,
@@ -135,7 +140,8 @@ SELECT t.table_oid                          AS table_name,
        t.expire_after,
        t.numeric_unit,
        t.index_name,
-       pg_catalog.pg_relation_size(i.oid::pg_catalog.regclass) AS index_size,
+       i.relpages::pg_catalog.int8 OPERATOR(pg_catalog.*)
+         pg_catalog.current_setting('block_size'::pg_catalog.text)::pg_catalog.int8 AS index_size,
        t.created_at,
        t.time_zone,
        t.paused_at,
@@ -313,7 +319,8 @@ $$;
 CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop();
 
 -- CREATE INDEX of an index that is one of a TTL index's (on its table, with its expression and
--- predicate: a restore, the build_sql statements of build => false): its OID is recorded.
+-- predicate: a restore, the build_sql statements of build => false), or ALTER of one that is
+-- not recorded (a REINDEX CONCURRENTLY made it): its OID is recorded (_ttl_track_indexes).
 -- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a recorded index, and ALTER
 -- TABLE … RENAME COLUMN of a column a TTL index reads: the catalog follows the new name, by OID.
 CREATE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
@@ -330,7 +337,10 @@ BEGIN
               SELECT i.indrelid FROM pg_catalog.pg_event_trigger_ddl_commands() d
               JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
-                AND d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text));
+                AND (d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text
+                     -- an index not recorded, altered: maybe a REINDEX CONCURRENTLY's new one
+                     OR NOT EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                                    WHERE o.index_oid OPERATOR(pg_catalog.=) d.objid))));
     UPDATE @extschema@.ttl_index t SET index_name = c.relname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
@@ -403,7 +413,7 @@ CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
 
 -- What the background worker did, one row per table it deletes from (like pg_stat_*): each TTL
 -- index of this database, or each leaf partition of a partitioned table's TTL index.
-CREATE VIEW @extschema@.ttl_stats AS
+CREATE OR REPLACE VIEW @extschema@.ttl_stats AS
 SELECT l.relid::pg_catalog.regclass             AS table_name,
        coalesce(s.runs, 0)                      AS runs,
        coalesce(s.rows_deleted, 0)              AS rows_deleted,
@@ -426,6 +436,30 @@ JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.o
 LEFT JOIN jsonb_ttl_internal._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal._ttl_undeletable() u ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
 GRANT SELECT ON @extschema@.ttl_stats TO PUBLIC;
+
+-- ttl_stats no longer runs the owner's code at read time (the worker records oldest_expired),
+-- and the sql_drop handler drops a per-row TTL index by its OID, not by a name: the functions
+-- of 0.2.0 that did so go. One that a role's own object depends on (any role may build a view
+-- over them) is left to that object instead, no longer part of the extension and executable
+-- by no one, so that nobody can block the update.
+DO $$
+DECLARE
+    old pg_catalog.regprocedure;
+BEGIN
+    FOREACH old IN ARRAY ARRAY['@extschema@._ttl_stats()'::pg_catalog.regprocedure,
+                               '@extschema@._ttl_oldest_expired(pg_catalog.oid, pg_catalog.oid)'::pg_catalog.regprocedure,
+                               '@extschema@._ttl_options_dropped(pg_catalog.oid, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text)'::pg_catalog.regprocedure]
+    LOOP
+        BEGIN
+            EXECUTE pg_catalog.format('DROP FUNCTION %s', old);
+        EXCEPTION WHEN dependent_objects_still_exist THEN
+            EXECUTE pg_catalog.format('ALTER EXTENSION jsonb_ttl DROP FUNCTION %s', old);
+            EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', old);
+            RAISE WARNING 'jsonb_ttl: % is left to the objects that depend on it, no longer part of the extension', old;
+        END;
+    END LOOP;
+END
+$$;
 
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_sql_drop() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end() FROM PUBLIC;

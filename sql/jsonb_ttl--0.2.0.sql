@@ -593,7 +593,7 @@ DECLARE
                                                      filter, touch, build, hide_expired,
                                                      row_ttl_path, drop_partitions);
 BEGIN
-    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, created);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.regclass, created);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text) IS
@@ -644,7 +644,7 @@ BEGIN
     IF drop_partitions IS NOT NULL THEN
         PERFORM @extschema@._ttl_index_set_drop_partitions(tbl::pg_catalog.oid, drop_partitions);
     END IF;
-    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.oid, false);
+    RETURN @extschema@._ttl_index_info(tbl::pg_catalog.regclass, false);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text) IS

@@ -399,45 +399,67 @@ pub fn track_indexes(ext: &str, tbl: Oid) {
     let owner = catalog::catalog_owner(ext);
     for (role, name) in roles {
         let ours = |(oid, _): &&(Oid, String)| ttl_index_role(tbl, *oid).as_deref() == Some(role);
-        let found = match &name {
-            Some(name) => candidates.iter().filter(|c| &c.1 == name).find(ours),
-            None => candidates.iter().find(ours),
-        };
+        let by_name = name
+            .as_ref()
+            .and_then(|name| candidates.iter().filter(|c| &c.1 == name).find(ours));
+        // no index of the recorded name, and none recorded that is still there (a dropped
+        // per-row index, or a REINDEX CONCURRENTLY's new index renamed since): any of ours
+        let found = by_name.or_else(|| {
+            recorded_index(ext, tbl, role)
+                .is_none()
+                .then(|| candidates.iter().find(ours))
+                .flatten()
+        });
         crate::owner::as_catalog_owner(owner, || match found {
-            Some((index, relname)) => {
-                Spi::run_with_args(
-                    "DELETE FROM jsonb_ttl_internal.index_oid \
-                     WHERE (table_oid OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) $2::pg_catalog.text) \
-                        OR index_oid OPERATOR(pg_catalog.=) $3",
-                    &[tbl.into(), role.into(), (*index).into()],
-                )?;
-                Spi::run_with_args(
-                    "INSERT INTO jsonb_ttl_internal.index_oid (index_oid, table_oid, role) \
-                     VALUES ($1, $2, $3::pg_catalog.text)",
-                    &[(*index).into(), tbl.into(), role.into()],
-                )?;
-                if name.is_none() {
-                    Spi::run_with_args(
-                        &format!(
-                            "UPDATE {ext}.ttl_index SET row_ttl_index_name = $2::pg_catalog.name \
-                             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
-                        ),
-                        &[tbl.into(), relname.clone().into()],
-                    )?;
-                }
-                Ok::<(), pgrx::spi::Error>(())
-            }
-            None => Spi::run_with_args(
-                "DELETE FROM jsonb_ttl_internal.index_oid o \
-                 WHERE o.table_oid OPERATOR(pg_catalog.=) $1 AND o.role OPERATOR(pg_catalog.=) $2::pg_catalog.text \
-                   AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i \
-                                   WHERE i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
-                                     AND i.indrelid OPERATOR(pg_catalog.=) $1)",
-                &[tbl.into(), role.into()],
-            ),
+            Some((index, relname)) => record(ext, tbl, role, *index, relname),
+            None => forget_gone(tbl, role),
         })
         .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index's OID: {e}"));
     }
+}
+
+/// Records `index` (named `relname`) as the index of the catalog column `role` of the TTL index
+/// of `tbl`, and the catalog takes its name.
+fn record(
+    ext: &str,
+    tbl: Oid,
+    role: &str,
+    index: Oid,
+    relname: &str,
+) -> Result<(), pgrx::spi::Error> {
+    Spi::run_with_args(
+        "DELETE FROM jsonb_ttl_internal.index_oid \
+         WHERE (table_oid OPERATOR(pg_catalog.=) $1 AND role OPERATOR(pg_catalog.=) $2::pg_catalog.text) \
+            OR index_oid OPERATOR(pg_catalog.=) $3",
+        &[tbl.into(), role.into(), index.into()],
+    )?;
+    Spi::run_with_args(
+        "INSERT INTO jsonb_ttl_internal.index_oid (index_oid, table_oid, role) \
+         VALUES ($1, $2, $3::pg_catalog.text)",
+        &[index.into(), tbl.into(), role.into()],
+    )?;
+    // role is one of our two column names, never input
+    Spi::run_with_args(
+        &format!(
+            "UPDATE {ext}.ttl_index SET {role} = $2::pg_catalog.name \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+               AND {role} IS DISTINCT FROM $2::pg_catalog.name"
+        ),
+        &[tbl.into(), relname.into()],
+    )
+}
+
+/// Forgets the record of the catalog column `role` of the TTL index of `tbl` if its index is
+/// no longer an index of `tbl`.
+fn forget_gone(tbl: Oid, role: &str) -> Result<(), pgrx::spi::Error> {
+    Spi::run_with_args(
+        "DELETE FROM jsonb_ttl_internal.index_oid o \
+         WHERE o.table_oid OPERATOR(pg_catalog.=) $1 AND o.role OPERATOR(pg_catalog.=) $2::pg_catalog.text \
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i \
+                           WHERE i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
+                             AND i.indrelid OPERATOR(pg_catalog.=) $1)",
+        &[tbl.into(), role.into()],
+    )
 }
 
 /// The TTL tables whose index of the recorded name is not the one recorded by OID (after a

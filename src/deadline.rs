@@ -54,8 +54,8 @@ pub struct Deadline {
 
 impl Deadline {
     /// Watches this process's work on `table` for `timeout_ms` plus [`GRACE_MS`]; nothing is
-    /// watched when `timeout_ms` is 0 (no time limit) or the library is not preloaded (a
-    /// caller's own session: `ttl_expire_now()`).
+    /// watched when `timeout_ms` is 0 (`jsonb_ttl.batch_timeout = 0`: no time limit at all),
+    /// or outside a background worker (a caller's own session: `ttl_expire_now()`).
     pub fn arm(table: Oid, timeout_ms: i32) -> Deadline {
         let armed = timeout_ms > 0
             && crate::preloaded()
@@ -68,13 +68,6 @@ impl Deadline {
             });
         }
         Deadline { armed }
-    }
-
-    /// The same work goes on with another table (the probe visits every table in turn).
-    pub fn on(&self, table: Oid) {
-        if self.armed {
-            update_mine(|watch| watch.table = table.to_u32());
-        }
     }
 }
 
@@ -155,5 +148,10 @@ pub fn terminate(overdue: &Overdue, frequency_ms: i64) {
         overdue.table.to_u32(),
         until.as_secs()
     );
-    unsafe { libc::kill(overdue.pid, libc::SIGTERM) };
+    // Signalled holding the lock its exit callback takes (forget_mine), and only while the
+    // process still holds its watch: a pid that exited and was reused is never signalled.
+    let watches = WATCHES.exclusive();
+    if watches.0.iter().any(|w| w.pid == overdue.pid) {
+        unsafe { libc::kill(overdue.pid, libc::SIGTERM) };
+    }
 }

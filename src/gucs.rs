@@ -59,8 +59,11 @@ pub static LOCK_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 /// may run, in ms, 0 for no limit. PostgreSQL arms `statement_timeout` for client statements
 /// only, never for a background worker's SPI, so the worker arms this limit itself: a trigger
 /// that sleeps or a lock wait that never ends costs one batch (its transaction rolls back, the
-/// table is skipped until the next pass), not the database's whole worker. Default 30 s, the
-/// default pass frequency: a batch aims at `batch_time` (25 ms).
+/// table is skipped until the next pass), not the database's whole worker. Owner code that
+/// catches the cancel and goes on is stopped for certain [`crate::deadline::GRACE_MS`] later:
+/// the launcher terminates the worker and sets the table aside. 0 turns both off (no limit at
+/// all: only for a server whose table owners are all trusted). Default 30 s, the default pass
+/// frequency: a batch aims at `batch_time` (25 ms).
 pub static BATCH_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 
 /// `jsonb_ttl.max_table_fraction`: the safety brake (see [`crate::brake`]). A TTL index with

@@ -122,7 +122,9 @@ pub fn record_run(run: &Run) {
         entry.limit_reached += run.limit_reached as u64;
         match run.error {
             Some(error) => set_error(entry, error),
-            None => entry.strikes = 0,
+            // batches ran to their end: the back-off of a table set aside starts over
+            None if run.rows_deleted > 0 => entry.strikes = 0,
+            None => {}
         }
     });
 }
@@ -208,8 +210,11 @@ fn update_entry_in(dboid: u32, table: pg_sys::Oid, update: impl FnOnce(&mut Entr
         .position(|e| e.dboid == dboid && e.reloid == reloid)
         .or_else(|| entries.0.iter().position(|e| e.dboid == 0))
         .unwrap_or_else(|| {
+            // the least recently updated, never one whose table is set aside (its back-off
+            // would be forgotten)
+            let now = unsafe { pg_sys::GetCurrentTimestamp() };
             (0..MAX_ENTRIES)
-                .min_by_key(|&i| entries.0[i].touched_at)
+                .min_by_key(|&i| (entries.0[i].set_aside_until > now, entries.0[i].touched_at))
                 .unwrap_or(0)
         });
     let entry = &mut entries.0[index];
@@ -262,6 +267,11 @@ type StatsRow = (
 /// is shown only to roles with the privileges of the table's owner, members of
 /// `pg_read_all_stats` and superusers; others read `<insufficient privilege>`.
 fn visible_entries() -> Vec<StatsRow> {
+    visible_entries_of(None)
+}
+
+/// [`visible_entries`] of `table` only, or of every table.
+fn visible_entries_of(table: Option<pg_sys::Oid>) -> Vec<StatsRow> {
     if !crate::preloaded() {
         return Vec::new();
     }
@@ -271,7 +281,7 @@ fn visible_entries() -> Vec<StatsRow> {
         .share()
         .0
         .iter()
-        .filter(|e| e.dboid == dboid)
+        .filter(|e| e.dboid == dboid && table.is_none_or(|t| t.to_u32() == e.reloid))
         .copied()
         .collect();
     let user = unsafe { pg_sys::GetUserId() };
@@ -287,8 +297,8 @@ fn visible_entries() -> Vec<StatsRow> {
                 .flatten();
             let may_read = reads_all
                 || access.is_some_and(|a| unsafe { pg_sys::has_privs_of_role(user, a.owner) });
-            // the lag is a reference time from a row: shown as the table's rows are, to whoever
-            // may read them all (SELECT, and no row security between them and the reader)
+            // the lag is a reference time from a row: shown to those who may read the error
+            // text, and to whoever may read all the table's rows (SELECT, no row security)
             let may_read_rows = may_read || access.is_some_and(|a| a.select && !a.row_security);
             let oldest_expired = match may_read_rows {
                 true => timestamptz(e.oldest_expired),
@@ -407,9 +417,9 @@ fn ttl_stats_entries() -> TableIterator<
 /// the worker recorded (that view ran the probe as the table's owner at read time).
 #[pg_extern(sql = false)]
 fn ttl_oldest_expired(_tbl: pg_sys::Oid, target: pg_sys::Oid) -> Option<TimestampWithTimeZone> {
-    visible_entries()
+    visible_entries_of(Some(target))
         .into_iter()
-        .find(|r| r.0 == target)
+        .next()
         .and_then(|r| r.8)
 }
 

@@ -252,7 +252,16 @@ impl Worker {
             gucs::override_setting(c"jit", "off");
             (!catalog::restore_in_progress()).then(|| {
                 for table in build::stale_records(ext) {
-                    build::track_indexes(ext, table);
+                    // reading its indexes locks the table: only if that lock is free now
+                    let free = unsafe {
+                        pg_sys::ConditionalLockRelationOid(
+                            table,
+                            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+                        )
+                    };
+                    if free {
+                        build::track_indexes(ext, table);
+                    }
                 }
                 catalog::load(ext, None, catalog::Scope::Targets)
             })
@@ -365,17 +374,16 @@ impl Worker {
     /// Which of `indexes` have an expired row now, probed in one transaction through their TTL
     /// indexes, so an idle pass costs one transaction, not one per table. Each probe runs as
     /// its table's owner (row security policies forced on the owner are the owner's code), read
-    /// once the table is locked. A table whose lock is not free at once counts as expired (its
-    /// batch waits lock_timeout at most); when the probe itself fails or outlasts
-    /// `jsonb_ttl.batch_timeout`, every table does.
+    /// once the table is locked, within `jsonb_ttl.batch_timeout` and its deadline (see
+    /// [`crate::deadline`]). A table whose lock is not free at once counts as expired (its
+    /// batch waits lock_timeout at most); when the probe fails (a table's probe outlasted
+    /// `jsonb_ttl.batch_timeout`), every table does.
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex], set_aside: &[bool]) -> Vec<bool> {
         let probes = &mut self.probes;
         let role_settings = &mut self.frame.role_settings;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
         let probed = in_transaction(|| {
-            let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-            let deadline = Deadline::arm(pg_sys::InvalidOid, gucs::BATCH_TIMEOUT_MS.get());
             deleter::with_settings(&settings, || {
                 indexes
                     .iter()
@@ -384,7 +392,10 @@ impl Worker {
                         if index.foreign || !index.index_ready || index.paused || set_aside {
                             return false; // no foreign data wrapper, no scan of the whole table
                         }
-                        deadline.on(index.table);
+                        // each table's probe its own time limit and deadline, so the one
+                        // whose owner code holds the worker is the one set aside
+                        let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+                        let _deadline = Deadline::arm(index.table, gucs::BATCH_TIMEOUT_MS.get());
                         let Ok(sql) = deleter::probe_sql(ext, index) else {
                             return true; // purge() reports why
                         };

@@ -402,6 +402,23 @@ SQL
 
 # scenario NAME EXT_SCHEMA VERSION: a database with the traps planted first, then the extension
 # (VERSION, then each update to the default one), the API, the worker and the views.
+# at_version DB X VERSION: the superuser calls the API and reads the views of the version
+# installed now, with the traps planted for it: an older version's SQL stays in use until its
+# update, and its bodies must bind nothing either.
+at_version() {
+  local db=$1 x=$2 v=${3//./_} r="pg_catalog.regclass"
+  phase "$db" "API at $3 as postgres"
+  qs "$db" -c "CREATE TABLE public.v$v (id int, doc jsonb)" -c "CREATE TABLE public.n$v (id int, doc jsonb)" >/dev/null
+  api postgres "$db" "SELECT index_name FROM $x.ttl_index_create('public.v$v'::$r, 'at'::pg_catalog.text, '1 hour'::pg_catalog.interval)"
+  api postgres "$db" "SELECT index_name FROM $x.ttl_index_create('public.n$v'::$r, 'at'::pg_catalog.text, 3600::pg_catalog.numeric)"
+  api postgres "$db" "SELECT index_name FROM $x.ttl_index_alter('public.v$v'::$r, 60::pg_catalog.numeric)"
+  api postgres "$db" "SELECT * FROM $x.ttl_indexes"
+  api postgres "$db" "SELECT * FROM $x.ttl_stats"
+  api postgres "$db" "SELECT $x.ttl_expire_now('public.v$v'::$r)"
+  api postgres "$db" "SELECT $x.ttl_index_drop('public.v$v'::$r)"
+  qs "$db" -c "DROP TABLE public.n$v" >/dev/null
+}
+
 scenario() {
   local db=$1 x=$2 from=$3 targets=public step
   echo "-- scenario $db: CREATE EXTENSION jsonb_ttl VERSION '$from' SCHEMA $x${4:+, then $4}"
@@ -437,12 +454,14 @@ SQL
   fi
   x=$(qs "$db" -c "SELECT extnamespace::regnamespace FROM pg_extension WHERE extname = 'jsonb_ttl'")
   echo "   once it does: $(plant "$db" "$x" ext $targets)"
+  at_version "$db" "$x" "$from"
   for step in ${4:-}; do
     phase "$db" "ALTER EXTENSION UPDATE TO '$step'"
     if ! out=$(qs "$db" -c "ALTER EXTENSION jsonb_ttl UPDATE TO '$step'" 2>&1); then
       fail "[$db] ALTER EXTENSION jsonb_ttl UPDATE TO '$step': $out"; return
     fi
     echo "   after the update to $step: $(plant "$db" "$x" ext $targets)"
+    at_version "$db" "$x" "$step"
   done
   # schemas of the extension's that mallory may create in: trapped too
   local more

@@ -71,3 +71,16 @@ DROP SCHEMA shared CASCADE;
 DROP TABLE IF EXISTS public.a_t;
 REVOKE CREATE ON SCHEMA public FROM regress_alice;
 DROP ROLE regress_alice, regress_carol;
+
+-- REINDEX CONCURRENTLY builds the index again under a new OID, and fires no event trigger: an
+-- ALTER of it, or the worker's next pass, records it; then DROP INDEX of it removes the TTL
+-- index as before.
+CREATE TABLE r_t (doc jsonb);
+SELECT index_name FROM ttl_index_create('r_t', 'ts', interval '1 hour');
+REINDEX INDEX CONCURRENTLY r_t_ttl_idx;
+ALTER INDEX r_t_ttl_idx RENAME TO r_t_renamed_idx;
+SELECT t.index_name, o.index_oid::regclass AS recorded
+FROM ttl_index t JOIN jsonb_ttl_internal.index_oid o ON o.table_oid = t.table_oid::oid;
+DROP INDEX r_t_renamed_idx;
+SELECT count(*) AS ttl_indexes_left FROM ttl_index;
+DROP TABLE r_t;
