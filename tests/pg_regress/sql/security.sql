@@ -77,7 +77,9 @@ DROP ROLE regress_alice, regress_carol;
 -- index as before.
 CREATE TABLE r_t (doc jsonb);
 SELECT index_name FROM ttl_index_create('r_t', 'ts', interval '1 hour');
+SELECT 'r_t_ttl_idx'::regclass::oid AS before_reindex \gset
 REINDEX INDEX CONCURRENTLY r_t_ttl_idx;
+SELECT 'r_t_ttl_idx'::regclass::oid <> :before_reindex AS a_new_oid;
 ALTER INDEX r_t_ttl_idx RENAME TO r_t_renamed_idx;
 SELECT t.index_name, o.index_oid::regclass AS recorded
 FROM ttl_index t JOIN jsonb_ttl_internal.index_oid o ON o.table_oid = t.table_oid::oid;
