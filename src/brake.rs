@@ -36,20 +36,13 @@ pub fn limit(rows: f64, fraction: f64, min_rows: i64) -> Option<i64> {
     Some((rows * fraction).ceil() as i64)
 }
 
-/// About how many rows `table` has now, as the planner estimates it: the density of the last
-/// VACUUM or ANALYZE (`reltuples ÷ relpages`) times the pages the table has now, so a table
-/// that grew since its last autoanalyze counts at its size now (a growing TTL table is most of
-/// the time a few times larger than `reltuples` says). For a table never vacuumed nor analyzed,
-/// or analyzed while empty, the live rows the statistics have counted. Called with the table
-/// locked (its size is read from its files).
+/// About how many rows `table` has: the planner's estimate (`reltuples`), or, for a table
+/// never vacuumed nor analyzed, the live rows the statistics have counted.
 pub fn table_rows(table: Oid) -> f64 {
     Spi::get_one_with_args::<f64>(
         // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is
         // only the fallback)
-        "SELECT CASE WHEN c.reltuples OPERATOR(pg_catalog.>=) 0 AND c.relpages OPERATOR(pg_catalog.>) 0 \
-                     THEN c.reltuples::pg_catalog.float8 OPERATOR(pg_catalog./) c.relpages::pg_catalog.float8 \
-                          OPERATOR(pg_catalog.*) (pg_catalog.pg_relation_size(c.oid)::pg_catalog.float8 \
-                          OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size'::pg_catalog.text)::pg_catalog.float8) \
+        "SELECT CASE WHEN c.reltuples OPERATOR(pg_catalog.>=) 0 THEN c.reltuples::pg_catalog.float8 \
                      ELSE pg_catalog.pg_stat_get_live_tuples(c.oid)::pg_catalog.float8 END \
          FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[table.into()],

@@ -80,10 +80,9 @@ pub struct Expired {
 
 /// The direct partitions of `root` whose upper bound is at or before `now() - expire_after`,
 /// oldest first; and about how many rows the whole table has (its leaves': a partitioned
-/// table's own `reltuples` sums its partitions' once analyzed): each leaf's `reltuples`, or for
-/// a leaf never analyzed the live rows the statistics have counted. Reads catalogs only (not
-/// scaled to each leaf's size now, as `brake::table_rows` does for one table: that would lock
-/// every partition).
+/// table's own `reltuples` sums its partitions' once analyzed). Rows as `brake::table_rows`
+/// counts them: `reltuples`, or for a leaf never analyzed the live rows the statistics have
+/// counted. Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
     let partitions = list(index, None);
     let total = Spi::get_one_with_args::<f64>(

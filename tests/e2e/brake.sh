@@ -87,24 +87,4 @@ wait_for "the worker purges slow's backlog, 100 rows a pass" 10 going
 q brake -c "SELECT FROM ttl_index_alter('slow', interval '1 minute')"
 slow_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'slow'::regclass")" = t ]; }
 wait_for "a wrong expire_after on it (all rows expired) pauses it at once" 10 slow_paused
-
-echo "== a table that grew since its statistics: its size now, not the stale reltuples"
-q postgres -c "ALTER SYSTEM RESET jsonb_ttl.max_table_removes" -c "SELECT pg_reload_conf()" >/dev/null
-q brake <<'SQL'
--- analyzed at 20,000 live rows; then it grew to 80,000, 24,000 of them expired (30 %): a
--- growing TTL table between two autoanalyzes (autovacuum off here, to hold reltuples still)
-CREATE TABLE growing (id int PRIMARY KEY, doc jsonb) WITH (autovacuum_enabled = off);
-INSERT INTO growing SELECT g, jsonb_build_object('seen', now() - interval '1 minute') FROM generate_series(1, 20000) g;
-ANALYZE growing;
-INSERT INTO growing SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <= 44000 THEN interval '3 days' ELSE interval '1 minute' END)
-FROM generate_series(20001, 80000) g;
-SQL
-expect_eq "reltuples is stale (20,000 of 80,000 rows)" 20000 "$(q brake -c "SELECT reltuples::int FROM pg_class WHERE oid = 'growing'::regclass")"
-q brake -c "SELECT FROM ttl_index_create('growing', 'seen', interval '1 hour')"
-eventually_eq "its 24,000 expired rows go: under half of its 80,000 rows now, no pause" 20 56000 brake "SELECT count(*) FROM growing"
-expect_eq "it was never paused" "f" "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'growing'::regclass")"
-q brake -c "SELECT FROM ttl_index_alter('growing', interval '1 second')"
-growing_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'growing'::regclass")" = t ]; }
-wait_for "a shortened expire_after on it (all 56,000 rows expired) still pauses it" 10 growing_paused
-expect_eq "with its rows still there" 56000 "$(q brake -c "SELECT count(*) FROM growing")"
 finish
