@@ -18,17 +18,6 @@ source "$(dirname "$0")/lib.sh"
 start_cluster e2e-attacks 28851 "jsonb_ttl.frequency = 500" "jsonb_ttl.batch_timeout = 2s" \
   "jsonb_ttl.max_workers = 8"
 
-# psql as ROLE (a login role, trust authentication) against DB; errors are the caller's to judge.
-as() {
-  local role=$1 db=$2
-  shift 2
-  PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U "$role" -d "$db" -X -q -At "$@"
-}
-# The ERROR line of a statement run as ROLE in DB, or "ok".
-outcome() {
-  local out
-  if out=$(as "$1" "$2" -v ON_ERROR_STOP=1 -c "$3" 2>&1); then echo ok; else echo "$out" | sed -n 's/.*ERROR: *//p' | head -1; fi
-}
 # A database with the extension, a schema `shared` and public both open to every role.
 new_db() {
   q postgres -c "CREATE DATABASE $1"

@@ -30,6 +30,18 @@ q() {
   PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d "$db" -X -q -At -v ON_ERROR_STOP=1 "$@"
 }
 
+# psql as ROLE (a login role, trust authentication) against DB; errors are the caller's to judge.
+as() {
+  local role=$1 db=$2
+  shift 2
+  PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U "$role" -d "$db" -X -q -At "$@"
+}
+# The ERROR line of a statement run as ROLE in DB, or "ok".
+outcome() {
+  local out
+  if out=$(as "$1" "$2" -v ON_ERROR_STOP=1 -c "$3" 2>&1); then echo ok; else echo "$out" | sed -n 's/.*ERROR: *//p' | head -1; fi
+}
+
 pass() { E2E_PASSES=$((E2E_PASSES + 1)); echo "  ok   $*"; }
 fail() { E2E_FAILURES=$((E2E_FAILURES + 1)); echo "  FAIL $*"; }
 

@@ -27,7 +27,8 @@ T0=$(date +%s)
 WORK=$CLUSTER_DIR/traps  # goes with the cluster
 mkdir -p "$WORK"
 
-# psql as ROLE against DB, with extra session options (search_path…); errors are the caller's.
+# psql as ROLE against DB, with extra session options (search_path…); errors are the caller's
+# (this test's own `as`, in place of lib.sh's).
 as() {
   local role=$1 db=$2 opts=$3
   shift 3
