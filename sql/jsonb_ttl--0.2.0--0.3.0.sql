@@ -155,7 +155,9 @@ JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catal
 LEFT JOIN jsonb_ttl_internal.index_oid o
        ON o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
       AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
-LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) o.index_oid;
+LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_oid
+                              AND x.indrelid OPERATOR(pg_catalog.=) c.oid
+LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
 GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean)
@@ -288,9 +290,18 @@ BEGIN
         DELETE FROM @extschema@.ttl_index t
         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
            OR EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                      JOIN pg_catalog.pg_event_trigger_dropped_objects() d
+                        ON d.objid OPERATOR(pg_catalog.=) o.index_oid
+                      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
                       WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
                         AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
-                        AND o.index_oid OPERATOR(pg_catalog.=) ANY (dropped))
+                        AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                        AND d.object_type OPERATOR(pg_catalog.=) 'index'::pg_catalog.text
+                        -- and what the catalog records of it: a stale OID reused by another
+                        -- role's index (the old one went without an event) matches nothing
+                        AND d.schema_name OPERATOR(pg_catalog.=) n.nspname::pg_catalog.text
+                        AND d.object_name OPERATOR(pg_catalog.=) t.index_name::pg_catalog.text)
         RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch, t.hide_expired,
                   t.hide_enabled_row_security,
                   (SELECT o.index_oid FROM jsonb_ttl_internal.index_oid o
@@ -320,7 +331,8 @@ CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION jsonb_ttl_i
 
 -- CREATE INDEX of an index that is one of a TTL index's (on its table, with its expression and
 -- predicate: a restore, the build_sql statements of build => false), or ALTER of one that is
--- not recorded (a REINDEX CONCURRENTLY made it): its OID is recorded (_ttl_track_indexes).
+-- not recorded (a REINDEX CONCURRENTLY made it), or ALTER TABLE of a TTL table (a column's new
+-- type rebuilds its indexes): its OID is recorded (_ttl_track_indexes).
 -- ALTER INDEX … RENAME (or ALTER TABLE … RENAME on an index) of a recorded index, and ALTER
 -- TABLE … RENAME COLUMN of a column a TTL index reads: the catalog follows the new name, by OID.
 CREATE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
@@ -340,21 +352,31 @@ BEGIN
                 AND (d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text
                      -- an index not recorded, altered: maybe a REINDEX CONCURRENTLY's new one
                      OR NOT EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
-                                    WHERE o.index_oid OPERATOR(pg_catalog.=) d.objid))));
+                                    WHERE o.index_oid OPERATOR(pg_catalog.=) d.objid))
+              UNION ALL
+              -- ALTER TABLE of the TTL table itself: a column's new type rebuilds its indexes
+              SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE'::pg_catalog.text
+                AND d.object_type OPERATOR(pg_catalog.=) 'table'::pg_catalog.text));
     UPDATE @extschema@.ttl_index t SET index_name = c.relname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
     JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
       AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid
       AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
       AND t.index_name OPERATOR(pg_catalog.<>) c.relname;
     UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
     JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
       AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid
       AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
       AND t.row_ttl_index_name IS DISTINCT FROM c.relname;
     UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname

@@ -462,10 +462,12 @@ fn forget_gone(tbl: Oid, role: &str) -> Result<(), pgrx::spi::Error> {
     )
 }
 
-/// The TTL tables whose index of the recorded name is not the one recorded by OID (after a
-/// `REINDEX CONCURRENTLY`, which makes a new index, or a restore whose indexes came before
-/// the event trigger could see them): the worker records them again ([`track_indexes`]) before
-/// each pass. Only an index of the table itself counts (`indrelid`).
+/// The TTL tables whose index of the recorded name is not the one recorded by OID, or whose
+/// recorded OID is no longer an index of theirs (a `REINDEX CONCURRENTLY` or an `ALTER COLUMN
+/// … TYPE` makes a new index and drops the old one without an event; a restore whose indexes
+/// came before the event trigger could see them): the worker records them again
+/// ([`track_indexes`]) before each pass, so a stale OID never stays to be reused. Only an
+/// index of the table itself counts (`indrelid`).
 pub fn stale_records(ext: &str) -> Vec<Oid> {
     if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
         return Vec::new();
@@ -483,7 +485,13 @@ pub fn stale_records(ext: &str) -> Vec<Oid> {
            WHERE NOT EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o \
                              WHERE o.table_oid OPERATOR(pg_catalog.=) r.oid \
                                AND o.role OPERATOR(pg_catalog.=) v.role \
-                               AND o.index_oid OPERATOR(pg_catalog.=) x.oid))"
+                               AND o.index_oid OPERATOR(pg_catalog.=) x.oid)) \
+         OR EXISTS ( \
+           SELECT FROM jsonb_ttl_internal.index_oid o \
+           WHERE o.table_oid OPERATOR(pg_catalog.=) r.oid \
+             AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i \
+                             WHERE i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
+                               AND i.indrelid OPERATOR(pg_catalog.=) r.oid))"
     );
     Spi::connect(|client| {
         client
@@ -532,9 +540,10 @@ pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, St
         .collect()
 }
 
-/// Which index of the TTL index of `tbl` the index `index` is, going by what it is (its one
-/// key, an expression or a plain `timestamptz` column, and its predicate, as `pg_get_expr` and
-/// `pg_get_indexdef` show them), whatever its name: its catalog column (`index_name`,
+/// Which index of the TTL index of `tbl` the index `index` is, going by what it is (an
+/// ascending btree with the default operator class on one key, an expression or a plain
+/// `timestamptz` column, and a predicate, as `pg_get_expr` and `pg_get_indexdef` show them,
+/// like ours), whatever its name: its catalog column (`index_name`,
 /// `row_ttl_index_name`), or NULL. [`track_indexes`] records an index's OID only when it is
 /// one of these, on the TTL table itself.
 #[pg_extern(
@@ -550,12 +559,17 @@ fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
         .into_iter()
         .next()?;
     let (Some(expression), Some(predicate)) = Spi::get_two_with_args::<String, String>(
-        "SELECT coalesce(pg_catalog.pg_get_expr(indexprs, indrelid), \
-                         pg_catalog.pg_get_indexdef(indexrelid, 1, false)), \
-                pg_catalog.pg_get_expr(indpred, indrelid) \
-         FROM pg_catalog.pg_index \
-         WHERE indexrelid OPERATOR(pg_catalog.=) $1 AND indrelid OPERATOR(pg_catalog.=) $2 \
-           AND indnatts OPERATOR(pg_catalog.=) 1",
+        "SELECT coalesce(pg_catalog.pg_get_expr(i.indexprs, i.indrelid), \
+                         pg_catalog.pg_get_indexdef(i.indexrelid, 1, false)), \
+                pg_catalog.pg_get_expr(i.indpred, i.indrelid) \
+         FROM pg_catalog.pg_index i \
+         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
+         JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam \
+         JOIN pg_catalog.pg_opclass o ON o.oid OPERATOR(pg_catalog.=) i.indclass[0] \
+         WHERE i.indexrelid OPERATOR(pg_catalog.=) $1 AND i.indrelid OPERATOR(pg_catalog.=) $2 \
+           AND i.indnatts OPERATOR(pg_catalog.=) 1 AND NOT i.indisunique \
+           AND a.amname OPERATOR(pg_catalog.=) 'btree'::pg_catalog.name \
+           AND i.indoption[0] OPERATOR(pg_catalog.=) 0 AND o.opcdefault",
         &[index.into(), tbl.into()],
     )
     .ok()?

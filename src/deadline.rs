@@ -4,10 +4,11 @@
 //! query_canceled`) and go on for as long as it likes, holding the worker and one of
 //! `jsonb_ttl.max_workers`' turns. So each worker also publishes here, in shared memory, the
 //! table it works on and when that work must be over: `batch_timeout` plus [`GRACE_MS`]. The
-//! launcher looks at least twice a second, and terminates a worker past its deadline (SIGTERM:
-//! a FATAL, which no PL/pgSQL handler catches), after setting the table aside in the
-//! statistics with a back-off that grows ([`crate::stats::set_aside`]). The next worker of the
-//! database skips that table until then, and purges the others on time.
+//! launcher looks four times a second, and terminates a worker past its deadline (SIGTERM: a
+//! FATAL, which no PL/pgSQL handler catches), after setting the table aside in the statistics
+//! with a back-off that grows ([`crate::stats::set_aside`]). The next worker of the database
+//! skips that table, and every other TTL table of the same owner (a tenant with many traps
+//! costs one termination per back-off, not one per table), and purges the others on time.
 
 use crate::registry::{now_ms, MAX_DATABASES};
 use pgrx::pg_sys::{self, Oid};
@@ -25,6 +26,8 @@ struct Watch {
     pid: i32,
     dboid: u32,
     table: u32,
+    /// The table's owner: a table set aside sets its owner's other tables aside too.
+    owner: u32,
     /// Milliseconds since the Unix epoch; 0 when nothing is watched.
     deadline_ms: i64,
 }
@@ -56,7 +59,7 @@ impl Deadline {
     /// Watches this process's work on `table` for `timeout_ms` plus [`GRACE_MS`]; nothing is
     /// watched when `timeout_ms` is 0 (`jsonb_ttl.batch_timeout = 0`: no time limit at all),
     /// or outside a background worker (a caller's own session: `ttl_expire_now()`).
-    pub fn arm(table: Oid, timeout_ms: i32) -> Deadline {
+    pub fn arm(table: Oid, owner: Oid, timeout_ms: i32) -> Deadline {
         let armed = timeout_ms > 0
             && crate::preloaded()
             && unsafe { pg_sys::MyBackendType } == pg_sys::BackendType::B_BG_WORKER;
@@ -64,6 +67,7 @@ impl Deadline {
             let deadline_ms = now_ms() + timeout_ms as i64 + GRACE_MS;
             update_mine(|watch| {
                 watch.table = table.to_u32();
+                watch.owner = owner.to_u32();
                 watch.deadline_ms = deadline_ms;
             });
         }
@@ -111,6 +115,7 @@ pub struct Overdue {
     pub pid: i32,
     pub dboid: Oid,
     pub table: Oid,
+    pub owner: Oid,
 }
 
 /// The launcher takes the work that is past its deadline now.
@@ -127,6 +132,7 @@ pub fn take_overdue() -> Vec<Overdue> {
                 pid: w.pid,
                 dboid: Oid::from(w.dboid),
                 table: Oid::from(w.table),
+                owner: Oid::from(w.owner),
             }
         })
         .collect()
@@ -138,10 +144,11 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(250);
 /// Terminates the worker whose work is `overdue` after setting its table aside: a FATAL that
 /// no handler of the owner's catches. From the launcher.
 pub fn terminate(overdue: &Overdue, frequency_ms: i64) {
-    let until = crate::stats::set_aside(overdue.dboid, overdue.table, frequency_ms);
+    let until = crate::stats::set_aside(overdue.dboid, overdue.table, overdue.owner, frequency_ms);
     log!(
         "jsonb_ttl: the worker of database {} (pid {}) ran past jsonb_ttl.batch_timeout + {} ms \
-         on table {}: terminating it; the table is set aside for {} s",
+         on table {}: terminating it; the table and its owner's other TTL tables are set aside \
+         for {} s",
         overdue.dboid.to_u32(),
         overdue.pid,
         GRACE_MS,

@@ -39,6 +39,8 @@ pub struct Entry {
     set_aside_until: i64,
     /// How many times in a row that happened: the back-off grows with it.
     strikes: u32,
+    /// The table's owner when it was set aside: that owner's other tables wait too.
+    set_aside_owner: u32,
 }
 
 impl Entry {
@@ -58,6 +60,7 @@ impl Entry {
         oldest_expired: 0,
         set_aside_until: 0,
         strikes: 0,
+        set_aside_owner: 0,
     };
 }
 
@@ -147,14 +150,21 @@ pub fn record_oldest_expired(table: pg_sys::Oid, oldest: Option<TimestampWithTim
     });
 }
 
-/// Sets `table` of database `dboid` aside because a batch on it held its worker past its
-/// deadline (see [`crate::deadline`]), for a back-off that doubles with each time in a row:
+/// Sets `table` of database `dboid`, and the other TTL tables of its `owner`, aside because a
+/// batch on it held its worker past its deadline (see [`crate::deadline`]), for a back-off that
+/// doubles with each time in a row:
 /// a minute (at least `frequency_ms`), two, four… at most an hour. From the launcher; returns
 /// the back-off.
-pub fn set_aside(dboid: pg_sys::Oid, table: pg_sys::Oid, frequency_ms: i64) -> Duration {
+pub fn set_aside(
+    dboid: pg_sys::Oid,
+    table: pg_sys::Oid,
+    owner: pg_sys::Oid,
+    frequency_ms: i64,
+) -> Duration {
     let mut backoff = Duration::ZERO;
     update_entry_in(dboid.to_u32(), table, |entry| {
         entry.strikes += 1;
+        entry.set_aside_owner = owner.to_u32();
         let base = Duration::from_millis(frequency_ms.max(60_000) as u64);
         backoff = (base * 2u32.saturating_pow(entry.strikes.min(16) - 1)).min(MAX_BACKOFF);
         let now = unsafe { pg_sys::GetCurrentTimestamp() };
@@ -176,15 +186,17 @@ pub fn set_aside(dboid: pg_sys::Oid, table: pg_sys::Oid, frequency_ms: i64) -> D
 /// The longest a table is set aside.
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 
-/// Whether `table` of the current database is set aside now (see [`set_aside`]).
-pub fn is_set_aside(table: pg_sys::Oid) -> bool {
+/// Whether `table` of the current database, owned by `owner`, is set aside now: itself, or
+/// another table of the same owner (see [`set_aside`]).
+pub fn is_set_aside(table: pg_sys::Oid, owner: pg_sys::Oid) -> bool {
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    ENTRIES
-        .share()
-        .0
-        .iter()
-        .any(|e| e.dboid == dboid && e.reloid == table.to_u32() && e.set_aside_until > now)
+    ENTRIES.share().0.iter().any(|e| {
+        e.dboid == dboid
+            && e.set_aside_until > now
+            && (e.reloid == table.to_u32()
+                || (e.set_aside_owner != 0 && e.set_aside_owner == owner.to_u32()))
+    })
 }
 
 /// Records how many rows of `table` the worker holds set aside now (see
@@ -490,6 +502,7 @@ fn ttl_stats_reset() {
                 reloid: entry.reloid,
                 set_aside_until: entry.set_aside_until,
                 strikes: entry.strikes,
+                set_aside_owner: entry.set_aside_owner,
                 ..Entry::EMPTY
             },
             false => Entry::EMPTY,

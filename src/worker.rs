@@ -297,7 +297,7 @@ impl Worker {
             .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
         let set_aside: Vec<bool> = indexes
             .iter()
-            .map(|index| stats::is_set_aside(index.table))
+            .map(|index| stats::is_set_aside(index.table, index.owner))
             .collect();
         let expired = self.probe(ext, &indexes, &set_aside);
         let mut pass_limited = false;
@@ -329,6 +329,9 @@ impl Worker {
                 false => report(index, 0, Limit::None, None, None),
             };
             pass_limited |= limit != Limit::None;
+            // a worker terminated further on (see crate::deadline) lets the next one go on
+            // after this table
+            registry::set_next_start(unsafe { pg_sys::MyDatabaseId }, (at + 1) % count);
             if limit == Limit::Server {
                 break;
             }
@@ -383,6 +386,8 @@ impl Worker {
         let role_settings = &mut self.frame.role_settings;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
+        let timeout_ms = gucs::BATCH_TIMEOUT_MS.get();
+        let probe_started = Instant::now();
         let probed = in_transaction(|| {
             deleter::with_settings(&settings, || {
                 indexes
@@ -392,10 +397,17 @@ impl Worker {
                         if index.foreign || !index.index_ready || index.paused || set_aside {
                             return false; // no foreign data wrapper, no scan of the whole table
                         }
+                        if timeout_ms > 0
+                            && probe_started.elapsed() > Duration::from_millis(timeout_ms as u64)
+                        {
+                            // owner code that returns just in time, table after table: the
+                            // rest count as expired, each visited within its own limits
+                            return true;
+                        }
                         // each table's probe its own time limit and deadline, so the one
                         // whose owner code holds the worker is the one set aside
-                        let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-                        let _deadline = Deadline::arm(index.table, gucs::BATCH_TIMEOUT_MS.get());
+                        let _timer = BatchTimer::arm(timeout_ms);
+                        let _deadline = Deadline::arm(index.table, index.owner, timeout_ms);
                         let Ok(sql) = deleter::probe_sql(ext, index) else {
                             return true; // purge() reports why
                         };
@@ -796,7 +808,7 @@ fn in_batch_frame<R>(
 ) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-        let _deadline = Deadline::arm(index.table, gucs::BATCH_TIMEOUT_MS.get());
+        let _deadline = Deadline::arm(index.table, index.owner, gucs::BATCH_TIMEOUT_MS.get());
         if !gucs::SYNCHRONOUS_COMMIT.get() {
             // until the transaction ends: its commit is what it is for
             gucs::override_setting(c"synchronous_commit", "off");

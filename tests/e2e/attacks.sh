@@ -218,6 +218,18 @@ measure trap1 "C (a DELETE trigger catching the cancel)"
 eventually_eq "C: ttl_stats shows mallory's table set aside, with errors" 5 "t|t" trap1 \
   "SELECT coalesce(skipped, '') LIKE '%set aside%', errors > 0 FROM ttl_stats WHERE table_name = 'stuck'::regclass"
 echo "     ttl_stats of stuck: $(q trap1 -c "SELECT errors || ' errors; skipped: ' || coalesce(skipped, '(null)') || '; last_error: ' || coalesce(last_error, '(null)') FROM ttl_stats WHERE table_name = 'stuck'::regclass")"
+# The table set aside is skipped, and so is every other TTL table of its owner: a tenant with
+# many such traps costs one termination per back-off, not one per table.
+as mallory trap1 -v ON_ERROR_STOP=1 <<'SQL' >/dev/null
+CREATE TABLE public.stuck2 (id int, doc jsonb);
+CREATE TRIGGER hold BEFORE DELETE ON public.stuck2 FOR EACH ROW EXECUTE FUNCTION public.hold();
+INSERT INTO public.stuck2 SELECT g, jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 10) g;
+SELECT FROM ttl_index_create('stuck2', 'at', 0);
+SQL
+measure trap1 "C (her second trap table, created after the first was set aside)"
+sleep 3
+expect_eq "C: one termination in all: the table set aside and its owner's other trap are skipped" 1 \
+  "$(grep -c 'terminating it' "$CLUSTER_DIR/server.log")"
 
 # Variant: a forced row security policy whose function catches the cancel: it holds the
 # worker's probe, which runs before any delete. (Reading ttl_stats.oldest_expired of this table
