@@ -121,7 +121,7 @@ pub fn statements(
         quote_identifier(schema),
         quote_identifier(index_name)
     );
-    let exists = index_exists(&root_index);
+    let exists = is_index_of(&root_index, table);
     let members = members(table, exists.then_some(root_index.as_str()));
     let Some(root) = members.first() else {
         return Vec::new();
@@ -285,11 +285,14 @@ pub fn free_index_name(
     unreachable!()
 }
 
-/// Whether the index `qualified` (`schema.name`, quoted) exists.
-pub fn index_exists(qualified: &str) -> bool {
+/// Whether `qualified` (`schema.name`, quoted) names an index of `table`: a relation of that
+/// name that is anything else (another role's, squatting the name) is not ours to build on.
+pub fn is_index_of(qualified: &str, table: Oid) -> bool {
     Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-        &[qualified.into()],
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i \
+                        WHERE i.indexrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)::pg_catalog.oid \
+                          AND i.indrelid OPERATOR(pg_catalog.=) $2)",
+        &[qualified.into(), table.into()],
     )
     .ok()
     .flatten()

@@ -48,6 +48,13 @@ RESET ROLE;
 SET ROLE regress_alice;
 CREATE TABLE shared.m_t (doc jsonb);
 CREATE INDEX c_t_ttl_idx ON shared.m_t ((doc ->> 'y'));
+RESET ROLE;
+-- (while it squats the name, Carol's build_sql still builds hers: that index is not her table's)
+SET ROLE regress_carol;
+SELECT cardinality(build_sql) AS statements_left
+FROM ttl_index_create('shared.c_t', 'ts', interval '1 hour', build => false, touch => true, hide_expired => true);
+RESET ROLE;
+SET ROLE regress_alice;
 DROP INDEX shared.c_t_ttl_idx;
 RESET ROLE;
 SELECT table_name, index_name, touch, hide_expired FROM ttl_indexes;
