@@ -7,6 +7,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::shmem::PGRXSharedMemory;
 use pgrx::{PgAtomic, PgLwLock};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -186,17 +187,49 @@ pub fn set_aside(
 /// The longest a table is set aside.
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 
-/// Whether `table` of the current database, owned by `owner`, is set aside now: itself, or
-/// another table of the same owner (see [`set_aside`]).
-pub fn is_set_aside(table: pg_sys::Oid, owner: pg_sys::Oid) -> bool {
+/// The tables of the current database set aside now, and the owners whose tables are (see
+/// [`set_aside`]): read once a pass.
+pub struct SetAside {
+    tables: HashSet<u32>,
+    owners: HashSet<u32>,
+}
+
+impl SetAside {
+    pub fn now() -> SetAside {
+        let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+        let now = unsafe { pg_sys::GetCurrentTimestamp() };
+        let mut aside = SetAside {
+            tables: HashSet::new(),
+            owners: HashSet::new(),
+        };
+        for e in ENTRIES.share().0.iter() {
+            if e.dboid == dboid && e.set_aside_until > now {
+                aside.tables.insert(e.reloid);
+                if e.set_aside_owner != 0 {
+                    aside.owners.insert(e.set_aside_owner);
+                }
+            }
+        }
+        aside
+    }
+
+    /// Whether `table`, owned by `owner`, is set aside: itself, or another table of its owner.
+    pub fn holds(&self, table: pg_sys::Oid, owner: pg_sys::Oid) -> bool {
+        self.tables.contains(&table.to_u32()) || self.owners.contains(&owner.to_u32())
+    }
+}
+
+/// The tables of the current database whose oldest expired time is recorded: a worker keeps
+/// this set, so it writes shared memory only when a table's lag appears, changes or goes.
+pub fn tables_with_oldest_expired() -> HashSet<pg_sys::Oid> {
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    ENTRIES.share().0.iter().any(|e| {
-        e.dboid == dboid
-            && e.set_aside_until > now
-            && (e.reloid == table.to_u32()
-                || (e.set_aside_owner != 0 && e.set_aside_owner == owner.to_u32()))
-    })
+    ENTRIES
+        .share()
+        .0
+        .iter()
+        .filter(|e| e.dboid == dboid && e.oldest_expired != 0)
+        .map(|e| pg_sys::Oid::from(e.reloid))
+        .collect()
 }
 
 /// Records how many rows of `table` the worker holds set aside now (see

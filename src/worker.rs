@@ -85,6 +85,9 @@ struct Worker {
     /// expire_after it was counted under (a changed one is counted again: the brake is there
     /// for a wrong expire_after most of all).
     brake_checked: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
+    /// Tables whose oldest expired time is recorded in the statistics (see
+    /// [`stats::tables_with_oldest_expired`]).
+    lagging: std::collections::HashSet<Oid>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -179,6 +182,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
         waiting_for_restore: false,
         paused_roots: Default::default(),
         brake_checked: Default::default(),
+        lagging: stats::tables_with_oldest_expired(),
     };
     loop {
         handle_signals();
@@ -295,9 +299,10 @@ impl Worker {
             .retain(|table, _| indexes.iter().any(|i| i.table == *table));
         self.brake_checked
             .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
+        let aside = stats::SetAside::now();
         let set_aside: Vec<bool> = indexes
             .iter()
-            .map(|index| stats::is_set_aside(index.table, index.owner))
+            .map(|index| aside.holds(index.table, index.owner))
             .collect();
         let expired = self.probe(ext, &indexes, &set_aside);
         let mut pass_limited = false;
@@ -383,6 +388,7 @@ impl Worker {
     /// `jsonb_ttl.batch_timeout`), every table does.
     fn probe(&mut self, ext: &str, indexes: &[TtlIndex], set_aside: &[bool]) -> Vec<bool> {
         let probes = &mut self.probes;
+        let lagging = &mut self.lagging;
         let role_settings = &mut self.frame.role_settings;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
@@ -443,7 +449,7 @@ impl Worker {
                             match oldest {
                                 Ok(oldest) => {
                                     if index.part != catalog::Part::OwnTtl {
-                                        stats::record_oldest_expired(index.table, oldest);
+                                        record_lag(lagging, index.table, oldest);
                                     }
                                     oldest.is_some()
                                 }
@@ -559,7 +565,7 @@ impl Worker {
         if limit == Limit::None && error.is_none() {
             if index.part != catalog::Part::OwnTtl && self.undeletable.count(index.table) == 0 {
                 // drained: nothing expired is left (rows set aside stay, and so does their age)
-                stats::record_oldest_expired(index.table, None);
+                record_lag(&mut self.lagging, index.table, None);
             }
             // drained: the next backlog is checked by the brake again
             self.brake_checked.remove(&index.target());
@@ -912,6 +918,23 @@ fn report(
         error: error.or(note).as_deref(),
     });
     limit
+}
+
+/// Records the oldest expired time of `table` (`None`: nothing expired is left) in the
+/// statistics, for `ttl_stats.oldest_expired`; shared memory is written only when there is a
+/// lag or one goes, not for each idle table of each pass.
+fn record_lag(
+    lagging: &mut std::collections::HashSet<Oid>,
+    table: Oid,
+    oldest: Option<TimestampWithTimeZone>,
+) {
+    let was = match oldest {
+        Some(_) => !lagging.insert(table),
+        None => lagging.remove(&table),
+    };
+    if oldest.is_some() || was {
+        stats::record_oldest_expired(table, oldest);
+    }
 }
 
 /// An interval as a map value (months, days, microseconds).
