@@ -205,6 +205,9 @@ pub struct Visited {
     pub rows: f64,
     /// The brake paused the TTL index instead.
     pub paused: bool,
+    /// Expired partitions whose locks others held: left whole, rows and all, for the next pass
+    /// (a partition to detach for archiving must not be emptied row by row meanwhile).
+    pub busy: Vec<Oid>,
 }
 
 /// Drops (or detaches) the expired partitions of the TTL index `index` (any target of it), each
@@ -265,7 +268,14 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
     // (a partition someone else owns…), one by one, so one partition cannot hold up the rest.
     let together = crate::txn::in_transaction(|| drop_locked(index, mode, &root, &expired));
     let gone: Vec<&Expired> = match together {
-        Ok(gone) => gone,
+        Ok(gone) => {
+            visited.busy = expired
+                .iter()
+                .filter(|p| !gone.iter().any(|g| g.oid == p.oid))
+                .map(|p| p.oid)
+                .collect();
+            gone
+        }
         Err(e) if expired.len() == 1 => {
             log!(
                 "jsonb_ttl: cannot {} {}: {}",
@@ -280,7 +290,11 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
             .filter(|partition| {
                 let one = std::slice::from_ref(*partition);
                 match crate::txn::in_transaction(|| drop_locked(index, mode, &root, one)) {
-                    Ok(gone) => !gone.is_empty(),
+                    Ok(gone) if gone.is_empty() => {
+                        visited.busy.push(partition.oid);
+                        false
+                    }
+                    Ok(_) => true,
                     Err(e) => {
                         log!(
                             "jsonb_ttl: cannot {} {}: {}",

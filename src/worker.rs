@@ -364,6 +364,19 @@ impl Worker {
                 self.paused_roots.insert(index.root);
             }
             stats::record_dropped(visited.rows as u64);
+            // the expired partitions that were busy go whole at a later pass: no row of theirs
+            // is deleted meanwhile
+            if !visited.busy.is_empty() {
+                indexes.retain(|target| {
+                    target.root != index.root
+                        || in_transaction(|| {
+                            !visited.busy.iter().any(|&busy| {
+                                target.table == busy || catalog::is_partition_of(target.table, busy)
+                            })
+                        })
+                        .unwrap_or(false)
+                });
+            }
             // the leaves that went with them (a dropped partition may have partitions)
             indexes.retain(|target| {
                 !visited.gone.contains(&target.table)

@@ -55,9 +55,15 @@ CREATE TABLE archive (created_at timestamptz NOT NULL) PARTITION BY RANGE (creat
 CREATE TABLE archive_2019 PARTITION OF archive FOR VALUES FROM ('2019-01-01') TO ('2020-01-01');
 CREATE TABLE archive_now PARTITION OF archive FOR VALUES FROM ('2020-01-01') TO ('3000-01-01');
 INSERT INTO archive VALUES ('2019-06-01'), (now());
-SELECT FROM ttl_index_create('archive', 'created_at', interval '1 day', drop_partitions => 'detach');
 SQL
-eventually_eq "an expired partition is detached, with its rows, for archiving" 5 "false 1" parts \
+# a reader holds the expired partition for a while: it is left whole until then, its rows
+# are not deleted one by one meanwhile
+q parts -c "BEGIN" -c "SELECT count(*) FROM archive_2019" -c "SELECT pg_sleep(1.5)" -c "COMMIT" >/dev/null &
+reader=$!
+sleep 0.3
+q parts -c "SET ROLE tenant" -c "SELECT FROM ttl_index_create('archive', 'created_at', interval '1 day', drop_partitions => 'detach')"
+wait $reader
+eventually_eq "an expired partition is detached, with its rows, for archiving, once its reader is done" 5 "false 1" parts \
   "SELECT relispartition || ' ' || (SELECT count(*) FROM archive_2019) FROM pg_class WHERE oid = 'archive_2019'::regclass"
 expect_eq "and the table keeps the rest" 1 "$(q parts -c "SELECT count(*) FROM archive")"
 
