@@ -436,9 +436,11 @@ fn record(
             OR index_oid OPERATOR(pg_catalog.=) $3",
         &[tbl.into(), role.into(), index.into()],
     )?;
+    // The worker (before a pass) and a CREATE INDEX CONCURRENTLY's event trigger may record
+    // the same index at once: whoever comes second finds it recorded.
     Spi::run_with_args(
         "INSERT INTO jsonb_ttl_internal.index_oid (index_oid, table_oid, role) \
-         VALUES ($1, $2, $3::pg_catalog.text)",
+         VALUES ($1, $2, $3::pg_catalog.text) ON CONFLICT DO NOTHING",
         &[index.into(), tbl.into(), role.into()],
     )?;
     // role is one of our two column names, never input

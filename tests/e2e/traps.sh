@@ -241,6 +241,8 @@ echo "   plan: $(grep -c $'^operator\t' "$WORK/plan.tsv") operators, $(grep -c $
 qs postgres <<'SQL'
 CREATE ROLE mallory LOGIN;
 CREATE ROLE reader LOGIN;
+-- her own setting, which the worker's batches on her tables run under: her traps first
+ALTER ROLE mallory SET search_path = public, pg_catalog;
 SQL
 
 # plant DB EXT_SCHEMA WHICH TARGETS…: mallory plants the plan's traps (WHICH: all, or ext: only
