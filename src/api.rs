@@ -7,9 +7,10 @@
 use crate::build::{drop_recorded_index, free_index_name, index_specs};
 use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
+use crate::extension::Extension;
 use crate::functions::numeric_unit_arg;
-use crate::path::{self, ColumnKind, PathErrorKind};
 use crate::{build, deleter, filter, gucs, hide, owner, partitions, touch};
+use jsonb_ttl_core::path::{self, ColumnKind, PathErrorKind};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -158,7 +159,7 @@ pub(crate) fn owned_table(tbl: Option<Oid>) -> Table {
     }
 }
 
-pub(crate) fn existing(ext: &str, table: &Table) -> Option<TtlIndex> {
+pub(crate) fn existing(ext: &Extension, table: &Table) -> Option<TtlIndex> {
     catalog::load(ext, Some(table.oid), Scope::Entries)
         .into_iter()
         .next()
@@ -209,7 +210,7 @@ fn build_index(table: &Table, name: &str, expression: &str, predicate: &str) {
 fn check_drop_partitions(
     table: &Table,
     reference: &str,
-    resolved: &crate::path::Resolved,
+    resolved: &jsonb_ttl_core::path::Resolved,
     filtered: bool,
     row_ttl: bool,
 ) {
@@ -241,7 +242,7 @@ fn check_drop_partitions(
 fn ttl_index_set_drop_partitions(tbl: Option<Oid>, mode: Option<&str>) {
     let table = owned_table(tbl);
     let mode = partitions::Mode::from_arg(required(mode, "drop_partitions"));
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
@@ -266,7 +267,7 @@ fn ttl_index_set_drop_partitions(tbl: Option<Oid>, mode: Option<&str>) {
 }
 
 /// The field `path` of a per-row TTL, resolved like a TTL index's path; it must hold a number.
-fn row_ttl_field(table: &Table, path: &str) -> crate::path::Resolved {
+fn row_ttl_field(table: &Table, path: &str) -> jsonb_ttl_core::path::Resolved {
     let resolved = path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -290,7 +291,7 @@ fn row_ttl_field(table: &Table, path: &str) -> crate::path::Resolved {
 }
 
 fn warn_unless_preloaded() {
-    if !crate::preloaded() {
+    if !crate::preload::preloaded() {
         pgrx::pg_sys::panic::ErrorReport::new(
             PgSqlErrorCode::ERRCODE_WARNING,
             "jsonb_ttl is not in shared_preload_libraries: no background worker will remove expired rows",
@@ -435,8 +436,8 @@ fn ttl_index_create_with_options(
     let filter = filter.map(|text| filter::analyze(table.oid, text));
     let row_ttl = row_ttl_path.map(|text| (text, row_ttl_field(&table, text)));
     let drop_partitions = drop_partitions.and_then(partitions::Mode::from_arg);
-    let ext = catalog::extension_schema();
-    let zoned_catalog = catalog::has_time_zone(&ext);
+    let ext = Extension::current();
+    let zoned_catalog = ext.has_time_zone();
     let zone = match zoned_catalog {
         true => index_time_zone(resolved.kind, time_zone),
         false => None, // 0.1.0's SQL: timestamp columns read as UTC, as 0.1.0 did
@@ -522,7 +523,7 @@ fn ttl_index_create_with_options(
     let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
     let values: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
     let args: Vec<pgrx::datum::DatumWithOid> = columns.into_iter().map(|(_, v)| v).collect();
-    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+    owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
                 "INSERT INTO {ext}.ttl_index ({}) VALUES ({})",
@@ -579,7 +580,7 @@ fn ttl_index_create_with_options(
 fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
     let table = owned_table(tbl);
     let expire_after = check_expire_after(expire_after);
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     if existing(&ext, &table).is_none() {
         no_ttl_index(&table);
     }
@@ -591,8 +592,8 @@ fn ttl_index_alter(tbl: Option<Oid>, expire_after: Option<Interval>) {
 }
 
 /// Sets `column` of the catalog entry of `table` to `value`, as the catalog's owner.
-fn set_column(ext: &str, table: &Table, column: &str, value: pgrx::datum::DatumWithOid) {
-    owner::as_catalog_owner(catalog::catalog_owner(ext), || {
+fn set_column(ext: &Extension, table: &Table, column: &str, value: pgrx::datum::DatumWithOid) {
+    owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
                 "UPDATE {ext}.ttl_index SET {column} = $2 \
@@ -618,7 +619,7 @@ fn set_column(ext: &str, table: &Table, column: &str, value: pgrx::datum::DatumW
 fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     let table = owned_table(tbl);
     let time_zone = required(time_zone, "time_zone");
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
@@ -684,7 +685,7 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
 fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
     let table = owned_table(tbl);
     let on = required(on, "touch");
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
@@ -706,7 +707,7 @@ fn ttl_index_set_touch(tbl: Option<Oid>, on: Option<bool>) {
 fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
     let table = owned_table(tbl);
     let on = required(on, "hide_expired");
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
@@ -738,7 +739,7 @@ fn ttl_index_set_hide_expired(tbl: Option<Oid>, on: Option<bool>) {
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     let table = owned_table(tbl);
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(current) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
@@ -752,7 +753,7 @@ fn ttl_index_drop(tbl: Option<Oid>) -> bool {
     }
     drop_recorded_index(&ext, table.oid, "index_name");
     // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
-    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+    owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
                 "DELETE FROM {ext}.ttl_index \
@@ -781,7 +782,7 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
             "Pass NULL for no limit.",
         );
     }
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let indexes = match tbl {
         Some(_) => {
             let table = owned_table(tbl);
@@ -796,7 +797,7 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
             .collect(),
     };
     // the worker's first batch of a table it has not sized yet
-    let batch_size = crate::batch_size::FIRST_ROWS.min(gucs::BATCH_SIZE.get() as i64);
+    let batch_size = jsonb_ttl_core::batch_size::FIRST_ROWS.min(gucs::BATCH_SIZE.get() as i64);
     let mut removed: i64 = 0;
     for index in &indexes {
         if removed >= max_rows {

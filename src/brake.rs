@@ -19,7 +19,8 @@
 //! survives restarts and is dumped with the catalog.
 
 use crate::api::{existing, no_ttl_index, owned_table};
-use crate::catalog::{self, TtlIndex};
+use crate::catalog::TtlIndex;
+use crate::extension::Extension;
 use crate::gucs;
 use crate::owner;
 use crate::planner::MARKER;
@@ -53,12 +54,12 @@ pub fn table_rows(table: Oid) -> f64 {
 
 /// Counts the expired rows of `index`'s table through the TTL index, up to `$2` (parameters:
 /// `$1 interval` expire_after, `$2 bigint` the most to count).
-pub fn count_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = index.reference(ext_schema)?;
+pub fn count_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
+    let reference = index.reference(ext)?;
     Ok(format!(
         "{MARKER}SELECT pg_catalog.count(*) FROM (SELECT FROM ONLY {} WHERE {} LIMIT $2) expired",
         index.qualified_table,
-        index.expired(ext_schema, &reference)
+        index.expired(ext, &reference)
     ))
 }
 
@@ -99,10 +100,10 @@ fn resume_hint(index: &TtlIndex) -> String {
 }
 
 /// Pauses the TTL index of `root` with `reason` (in the caller's transaction, as the worker).
-pub fn pause(ext_schema: &str, root: Oid, reason: &str) {
+pub fn pause(ext: &Extension, root: Oid, reason: &str) {
     Spi::run_with_args(
         &format!(
-            "UPDATE {ext_schema}.ttl_index SET paused_at = pg_catalog.now(), paused_reason = $2, \
+            "UPDATE {ext}.ttl_index SET paused_at = pg_catalog.now(), paused_reason = $2, \
                     brake_released = false \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
         ),
@@ -113,10 +114,10 @@ pub fn pause(ext_schema: &str, root: Oid, reason: &str) {
 
 /// Sets the brake of `root` again, once a visit released by `ttl_index_resume()` has drained
 /// the table (in the caller's transaction, as the worker).
-pub fn rearm(ext_schema: &str, root: Oid) {
+pub fn rearm(ext: &Extension, root: Oid) {
     Spi::run_with_args(
         &format!(
-            "UPDATE {ext_schema}.ttl_index SET brake_released = false \
+            "UPDATE {ext}.ttl_index SET brake_released = false \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
         ),
         &[root.into()],
@@ -137,11 +138,11 @@ pub fn rearm(ext_schema: &str, root: Oid) {
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_resume(tbl: Option<Oid>) -> bool {
     let table = owned_table(tbl);
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(index) = existing(&ext, &table) else {
         no_ttl_index(&table);
     };
-    owner::as_catalog_owner(catalog::catalog_owner(&ext), || {
+    owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
             &format!(
                 "WITH before AS (SELECT paused_at IS NOT NULL AS paused FROM {ext}.ttl_index \

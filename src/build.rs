@@ -15,6 +15,7 @@
 //!   Until the index is valid the worker leaves the table alone (`catalog::TtlIndex::index_ready`).
 
 use crate::catalog::{self, TtlIndex};
+use crate::extension::Extension;
 use crate::filter;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
@@ -198,7 +199,7 @@ pub fn statements(
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_build_sql(tbl: Oid) -> Option<Vec<String>> {
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let index = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
         .into_iter()
         .next()?;
@@ -305,8 +306,8 @@ pub fn is_index_of(qualified: &str, table: Oid) -> bool {
 ///
 /// In a database still at an older version's SQL, which records no OIDs, the index of that
 /// name in the table's schema, if it is an index of that table.
-pub fn recorded_index(ext: &str, table: Oid, role: &str) -> Option<Oid> {
-    if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
+pub fn recorded_index(ext: &Extension, table: Oid, role: &str) -> Option<Oid> {
+    if !ext.has_internal_schema() {
         return Spi::get_one_with_args::<Oid>(
             &format!(
                 "SELECT i.indexrelid FROM {ext}.ttl_index t \
@@ -355,7 +356,7 @@ pub fn drop_index_of(table: Oid, index: Oid) {
 /// Drops the index recorded for the catalog column `role` of the TTL index of `table`, if
 /// there is one (not built yet: `build => false`; dropped already: by the sql_drop event
 /// trigger).
-pub fn drop_recorded_index(ext: &str, table: Oid, role: &str) {
+pub fn drop_recorded_index(ext: &Extension, table: Oid, role: &str) {
     if let Some(index) = recorded_index(ext, table, role) {
         drop_index_of(table, index);
     }
@@ -369,8 +370,8 @@ pub fn drop_recorded_index(ext: &str, table: Oid, role: &str) {
 /// API creates, adopts or rebuilds an index, by the ddl_command_end event trigger after CREATE
 /// INDEX (a restore, `build_sql`), and by the worker for an entry whose record is stale (a
 /// `REINDEX CONCURRENTLY` makes a new index). Writes as the catalog's owner.
-pub fn track_indexes(ext: &str, tbl: Oid) {
-    if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
+pub fn track_indexes(ext: &Extension, tbl: Oid) {
+    if !ext.has_internal_schema() {
         return; // an older version's SQL records no OIDs: see recorded_index
     }
     let Some(entry) = catalog::load(ext, Some(tbl), catalog::Scope::Entries)
@@ -399,7 +400,7 @@ pub fn track_indexes(ext: &str, tbl: Oid) {
             })
             .unwrap_or_default()
     });
-    let owner = catalog::catalog_owner(ext);
+    let owner = ext.owner();
     for (role, name) in roles {
         let ours = |(oid, _): &&(Oid, String)| ttl_index_role(tbl, *oid).as_deref() == Some(role);
         let by_name = name
@@ -424,7 +425,7 @@ pub fn track_indexes(ext: &str, tbl: Oid) {
 /// Records `index` (named `relname`) as the index of the catalog column `role` of the TTL index
 /// of `tbl`, and the catalog takes its name.
 fn record(
-    ext: &str,
+    ext: &Extension,
     tbl: Oid,
     role: &str,
     index: Oid,
@@ -473,8 +474,8 @@ fn forget_gone(tbl: Oid, role: &str) -> Result<(), pgrx::spi::Error> {
 /// came before the event trigger could see them): the worker records them again
 /// ([`track_indexes`]) before each pass, so a stale OID never stays to be reused. Only an
 /// index of the table itself counts (`indrelid`).
-pub fn stale_records(ext: &str) -> Vec<Oid> {
-    if catalog::internal_schema(ext) != catalog::INTERNAL_SCHEMA {
+pub fn stale_records(ext: &Extension) -> Vec<Oid> {
+    if !ext.has_internal_schema() {
         return Vec::new();
     }
     let sql = format!(
@@ -518,13 +519,16 @@ pub fn stale_records(ext: &str) -> Vec<Oid> {
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_track_indexes(tbl: Oid) {
-    track_indexes(&catalog::extension_schema(), tbl);
+    track_indexes(&Extension::current(), tbl);
 }
 
 /// The indexes of a TTL index, as (its catalog column, name, expression, predicate): the TTL
 /// index itself, and with a per-row TTL field the index over the rows that have one (see
 /// [`crate::row_ttl`]).
-pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, String, String)> {
+pub fn index_specs(
+    ext: &Extension,
+    entry: &TtlIndex,
+) -> Vec<(&'static str, String, String, String)> {
     let parts = match entry.row_ttl {
         Some(_) => entry.clone().parts(),
         None => vec![entry.clone()],
@@ -559,7 +563,7 @@ pub fn index_specs(ext: &str, entry: &TtlIndex) -> Vec<(&'static str, String, St
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let entry = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
         .into_iter()
         .next()?;

@@ -2,8 +2,9 @@
 //! reference time, and lookups. Every name that reaches SQL text is quoted here.
 
 use crate::error::raise;
-use crate::parse::NumericUnit;
-use crate::path::{Column, ColumnKind, Resolved};
+use crate::extension::Extension;
+use jsonb_ttl_core::parse::NumericUnit;
+use jsonb_ttl_core::path::{Column, ColumnKind, Resolved};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -133,37 +134,32 @@ impl TtlIndex {
 
     /// The SQL expression of this TTL index's reference time (see [`reference_expr`]); for
     /// the rows with a TTL of their own, their expiry time (their `expire_after` is 0).
-    pub fn reference(&self, ext_schema: &str) -> Result<String, String> {
-        let reference = self.base_reference(ext_schema)?;
+    pub fn reference(&self, ext: &Extension) -> Result<String, String> {
+        let reference = self.base_reference(ext)?;
         match (&self.row_ttl, self.part) {
             (Some(row_ttl), Part::OwnTtl) => Ok(crate::row_ttl::expiry_expr(
-                ext_schema,
+                ext,
                 &reference,
-                &crate::row_ttl::seconds_expr(ext_schema, &row_ttl.resolved)?,
+                &crate::row_ttl::seconds_expr(ext, &row_ttl.resolved)?,
             )),
             _ => Ok(reference),
         }
     }
 
     /// The reference time at the path, whatever the part.
-    pub fn base_reference(&self, ext_schema: &str) -> Result<String, String> {
-        reference_expr(
-            ext_schema,
-            &self.resolved,
-            self.unit,
-            self.time_zone.as_deref(),
-        )
+    pub fn base_reference(&self, ext: &Extension) -> Result<String, String> {
+        reference_expr(ext, &self.resolved, self.unit, self.time_zone.as_deref())
     }
 
     /// The predicate that keeps the rows with a TTL of their own out of the rows that fall
     /// back to `expire_after`, for that part (`" AND …"`), else nothing.
-    fn falls_back(&self, ext_schema: &str) -> String {
+    fn falls_back(&self, ext: &Extension) -> String {
         match (&self.row_ttl, self.part) {
             // When the field can no longer be read (its column dropped or retyped), no row falls
             // back: `AND false` deletes nothing (rows with a TTL of their own, -1 included, must
             // never go by expire_after), and the other part reports the error.
             (Some(row_ttl), Part::FallsBack) => {
-                crate::row_ttl::seconds_expr(ext_schema, &row_ttl.resolved)
+                crate::row_ttl::seconds_expr(ext, &row_ttl.resolved)
                     .map_or(" AND false".to_string(), |seconds| {
                         format!(" AND {}", crate::row_ttl::falls_back(&seconds))
                     })
@@ -175,39 +171,39 @@ impl TtlIndex {
     /// Whether a row is expired, with the reference time `reference` (see
     /// [`expired_condition`]), this TTL index's filter, and for the rows that fall back to
     /// `expire_after`, that they do.
-    pub fn expired(&self, ext_schema: &str, reference: &str) -> String {
-        self.expired_after(ext_schema, reference, "$1")
+    pub fn expired(&self, ext: &Extension, reference: &str) -> String {
+        self.expired_after(ext, reference, "$1")
     }
 
     /// [`TtlIndex::expired`] with `expire_after` given as the SQL expression `expire_after`.
-    pub fn expired_after(&self, ext_schema: &str, reference: &str, expire_after: &str) -> String {
+    pub fn expired_after(&self, ext: &Extension, reference: &str, expire_after: &str) -> String {
         format!(
             "{}{}",
             expired_condition(reference, self.filter_sql.as_deref(), expire_after),
-            self.falls_back(ext_schema)
+            self.falls_back(ext)
         )
     }
 
     /// Whether a row's `reference` is before the SQL expression `cutoff` (which says when
     /// rows expire: `ttl_expire_preview`'s `at - expire_after`), with the filter, and for the
     /// rows that fall back to `expire_after`, that they do.
-    pub fn before(&self, ext_schema: &str, reference: &str, cutoff: &str) -> String {
+    pub fn before(&self, ext: &Extension, reference: &str, cutoff: &str) -> String {
         let filter = self
             .filter_sql
             .as_ref()
             .map_or(String::new(), |filter| format!(" AND {filter}"));
         format!(
             "{reference} OPERATOR(pg_catalog.<) {cutoff}{filter}{}",
-            self.falls_back(ext_schema)
+            self.falls_back(ext)
         )
     }
 
     /// The predicate of this target's index (see [`index_predicate`]).
-    pub fn predicate(&self, ext_schema: &str, reference: &str) -> String {
+    pub fn predicate(&self, ext: &Extension, reference: &str) -> String {
         format!(
             "{}{}",
             index_predicate(reference, self.filter_sql.as_deref()),
-            self.falls_back(ext_schema)
+            self.falls_back(ext)
         )
     }
 
@@ -232,51 +228,6 @@ impl TtlIndex {
             own,
         ]
     }
-}
-
-/// The schema the extension lives in, quoted, or `None` where it is not created; the worker
-/// never assumes `public`.
-pub fn find_extension_schema() -> Option<String> {
-    Spi::get_one::<String>(
-        "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_extension e \
-         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
-         WHERE e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name",
-    )
-    .ok()
-    .flatten()
-}
-
-/// The schema of the extension's internals, which 0.3.0 creates: `jsonb_ttl_internal`; or, in
-/// a database still at an older version's SQL (before `ALTER EXTENSION jsonb_ttl UPDATE`), the
-/// extension's own schema `ext_schema`, where those versions keep them. Only a schema that is a
-/// member of the extension counts: any role with CREATE on the database may make one of that
-/// name, and nothing of theirs may ever be called.
-pub fn internal_schema(ext_schema: &str) -> String {
-    let ours = Spi::get_one::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_depend d \
-         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) d.objid \
-         JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid \
-         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass \
-           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass \
-           AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.\"char\" \
-           AND e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name \
-           AND n.nspname OPERATOR(pg_catalog.=) 'jsonb_ttl_internal'::pg_catalog.name)",
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(false);
-    match ours {
-        true => INTERNAL_SCHEMA.to_string(),
-        false => ext_schema.to_string(),
-    }
-}
-
-/// Where 0.3.0 keeps the extension's internals (see [`internal_schema`]).
-pub const INTERNAL_SCHEMA: &str = "jsonb_ttl_internal";
-
-/// The schema the extension lives in, quoted, from inside one of its functions.
-pub fn extension_schema() -> String {
-    find_extension_schema().expect("jsonb_ttl is created in this database")
 }
 
 /// What a column of type `type_oid` can be to a TTL index.
@@ -336,7 +287,7 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 /// JSON document, strings without an offset are read as UTC, or in `time_zone` when the index
 /// has one (the three-argument `ttl_timestamp`). `None` is UTC.
 pub fn reference_expr(
-    ext_schema: &str,
+    ext: &Extension,
     resolved: &Resolved,
     unit: NumericUnit,
     time_zone: Option<&str>,
@@ -357,21 +308,21 @@ pub fn reference_expr(
                 )
             });
             match (unit, time_zone) {
-                (NumericUnit::Seconds, None) => format!("{ext_schema}.ttl_timestamp({value})"),
+                (NumericUnit::Seconds, None) => format!("{ext}.ttl_timestamp({value})"),
                 (NumericUnit::Milliseconds, None) => {
-                    format!("{ext_schema}.ttl_timestamp({value}, 'ms'::pg_catalog.text)")
+                    format!("{ext}.ttl_timestamp({value}, 'ms'::pg_catalog.text)")
                 }
                 (unit, Some(_)) => format!(
-                    "{ext_schema}.ttl_timestamp({value}, '{}'::pg_catalog.text, \
+                    "{ext}.ttl_timestamp({value}, '{}'::pg_catalog.text, \
                      {zone}::pg_catalog.text)",
                     unit.name()
                 ),
             }
         }
         ColumnKind::Text => match time_zone {
-            None => format!("{ext_schema}.ttl_text_timestamp(({column})::pg_catalog.text)"),
+            None => format!("{ext}.ttl_text_timestamp(({column})::pg_catalog.text)"),
             Some(_) => format!(
-                "{ext_schema}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)"
+                "{ext}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)"
             ),
         },
         ColumnKind::Timestamptz => column,
@@ -381,7 +332,7 @@ pub fn reference_expr(
             format!("(({column})::pg_catalog.timestamp AT TIME ZONE {zone}::pg_catalog.text)")
         }
         ColumnKind::Number => format!(
-            "{ext_schema}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
+            "{ext}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
             unit.name()
         ),
         ColumnKind::Other => {
@@ -481,12 +432,12 @@ fn index_ready_sql(name: &str) -> String {
 }
 
 /// Loads the TTL index of `table` (the table it was created on), or all of them.
-pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
+pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
     let target = match scope {
         Scope::Entries => "(SELECT t.table_oid::pg_catalog.oid AS relid)".to_string(),
         Scope::Targets => format!(
             "(SELECT relid::pg_catalog.oid FROM {}._ttl_targets(t.table_oid) relid)",
-            internal_schema(ext_schema)
+            ext.internal()
         ),
     };
     let ready = index_ready_sql("t.index_name::pg_catalog.text");
@@ -527,7 +478,7 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
                        (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text)), \
                 {row_ready}, \
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text \
-         FROM {ext_schema}.ttl_index t \
+         FROM {ext}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -605,34 +556,6 @@ pub fn load(ext_schema: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex>
             })
             .collect()
     })
-}
-
-/// Whether the catalog has the `time_zone` column of 0.2.0: a database still at 0.1.0's SQL
-/// (before `ALTER EXTENSION jsonb_ttl UPDATE`) lacks it, and the 0.2.0 library serves it all
-/// the same, reading its timestamp columns as UTC as 0.1.0 did. (Loads read the column through
-/// `to_jsonb(t) ->> 'time_zone'`, NULL when it is absent.)
-pub fn has_time_zone(ext_schema: &str) -> bool {
-    let catalog = quote_literal(format!("{ext_schema}.ttl_index"));
-    Spi::get_one::<bool>(&format!(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute \
-         WHERE attrelid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass \
-           AND attname OPERATOR(pg_catalog.=) 'time_zone'::pg_catalog.name AND NOT attisdropped)"
-    ))
-    .ok()
-    .flatten()
-    .unwrap_or(false)
-}
-
-/// The role that owns the catalog table (the extension's owner).
-pub fn catalog_owner(ext_schema: &str) -> Oid {
-    let catalog = quote_literal(format!("{ext_schema}.ttl_index"));
-    Spi::get_one::<Oid>(&format!(
-        "SELECT relowner FROM pg_catalog.pg_class \
-         WHERE oid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass"
-    ))
-    .ok()
-    .flatten()
-    .expect("the TTL catalog exists")
 }
 
 /// Whether `pg_restore` is connected to this database (its sessions' `application_name`), as

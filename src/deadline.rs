@@ -61,7 +61,7 @@ impl Deadline {
     /// or outside a background worker (a caller's own session: `ttl_expire_now()`).
     pub fn arm(table: Oid, owner: Oid, timeout_ms: i32) -> Deadline {
         let armed = timeout_ms > 0
-            && crate::preloaded()
+            && crate::preload::preloaded()
             && unsafe { pg_sys::MyBackendType } == pg_sys::BackendType::B_BG_WORKER;
         if armed {
             let deadline_ms = now_ms() + timeout_ms as i64 + GRACE_MS;

@@ -32,6 +32,7 @@
 //! (see [`Purge`]). The DELETE then finds those rows already locked by its own transaction.
 
 use crate::catalog::{self, TtlIndex};
+use crate::extension::Extension;
 use crate::owner;
 use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
@@ -53,12 +54,12 @@ pub use jsonb_ttl_core::purge::{Batch, Outcome, Purge};
 /// 5M rows, against 0.05 ms through the index). Selecting `ctid` keeps it a plain index scan,
 /// which marks the entries of rows deleted earlier as dead as it passes them. The first column
 /// is the oldest expired reference time, which the worker records for `ttl_stats`.
-pub fn probe_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = index.reference(ext_schema)?;
+pub fn probe_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
+    let reference = index.reference(ext)?;
     Ok(format!(
         "{MARKER}SELECT {reference}, ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
         index.qualified_table,
-        index.expired(ext_schema, &reference)
+        index.expired(ext, &reference)
     ))
 }
 
@@ -73,12 +74,8 @@ pub const PROBE_ARGS: [PgBuiltInOids; 1] = [PgBuiltInOids::INTERVALOID];
 /// plan ([`crate::planner`]: no sequential or bitmap scan, no sort). There is no `ORDER BY`: it
 /// would compute every row's reference time once more, for a sort column nothing sorts on
 /// (`tests/pg_regress/expected/deleter.out` pins the plan).
-pub fn pick_sql(
-    ext_schema: &str,
-    index: &TtlIndex,
-    skip_set_aside: bool,
-) -> Result<String, String> {
-    let reference = index.reference(ext_schema)?;
+pub fn pick_sql(ext: &Extension, index: &TtlIndex, skip_set_aside: bool) -> Result<String, String> {
+    let reference = index.reference(ext)?;
     let set_aside = match skip_set_aside {
         true => " AND ctid OPERATOR(pg_catalog.<>) ALL ($3)",
         false => "",
@@ -87,33 +84,33 @@ pub fn pick_sql(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {}{set_aside} \
          LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
-        index.expired(ext_schema, &reference)
+        index.expired(ext, &reference)
     ))
 }
 
 /// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
 pub fn batch_sql(
-    ext_schema: &str,
+    ext: &Extension,
     index: &TtlIndex,
     skip_set_aside: bool,
 ) -> Result<String, String> {
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({}))",
         index.qualified_table,
-        pick_sql(ext_schema, index, skip_set_aside)?,
+        pick_sql(ext, index, skip_set_aside)?,
     ))
 }
 
 /// The first statement of a counting batch: locks the rows the batch statement will pick, and
 /// counts them (same parameters).
 pub fn pick_count_sql(
-    ext_schema: &str,
+    ext: &Extension,
     index: &TtlIndex,
     skip_set_aside: bool,
 ) -> Result<String, String> {
     Ok(format!(
         "{MARKER}SELECT pg_catalog.count(*) FROM ({}) picked",
-        pick_sql(ext_schema, index, skip_set_aside)?
+        pick_sql(ext, index, skip_set_aside)?
     ))
 }
 
@@ -127,12 +124,12 @@ pub const BATCH_ARGS: [PgBuiltInOids; 3] = [
 
 /// The DELETE of given rows, still expired (parameters: `$1 interval` expire_after, `$2 tid[]`
 /// the rows): how a failed batch is retried in parts (see [`delete_in_parts`]).
-pub fn delete_rows_sql(ext_schema: &str, index: &TtlIndex) -> Result<String, String> {
-    let reference = index.reference(ext_schema)?;
+pub fn delete_rows_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
+    let reference = index.reference(ext)?;
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
         index.qualified_table,
-        index.expired(ext_schema, &reference)
+        index.expired(ext, &reference)
     ))
 }
 
@@ -298,12 +295,12 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 /// superuser). The owner is read once the table is locked. Foreign partitions are skipped.
 ///
 /// The statements start at `batch_size` rows (the caller passes the worker's first batch size,
-/// [`crate::batch_size::FIRST_ROWS`] or `jsonb_ttl.batch_size` if smaller) and double, up to
+/// [`jsonb_ttl_core::batch_size::FIRST_ROWS`] or `jsonb_ttl.batch_size` if smaller) and double, up to
 /// `MAX_STATEMENT_ROWS`. In one
 /// transaction the index entries of rows an earlier statement removed stay (they are dead to
 /// no one else yet), so each statement walks past all of them again: with a fixed size,
 /// removing n rows would visit about n²/(2 × batch_size) entries; doubling keeps it near 2n.
-pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
+pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
     if index.foreign {
         return 0;
     }
@@ -336,8 +333,8 @@ pub fn delete_expired(ext_schema: &str, index: &TtlIndex, batch_size: i64, max_r
                         )
                     })
             };
-            let delete = prepare(batch_sql(ext_schema, &index, false));
-            let pick_count = prepare(pick_count_sql(ext_schema, &index, false));
+            let delete = prepare(batch_sql(ext, &index, false));
+            let pick_count = prepare(pick_count_sql(ext, &index, false));
             let mut purge = Purge::default();
             let mut removed: u64 = 0;
             let mut size = batch_size;

@@ -15,6 +15,7 @@
 //!   below are accepted; anything else is refused with a HINT, never written ambiguously.
 
 use crate::error::raise;
+use crate::extension::Extension;
 use pgrx::pg_sys::{self, NodeTag, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
@@ -421,7 +422,7 @@ pub fn from_index_predicate(table: Oid, predicate: &str) -> Option<Filter> {
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_filter_refresh(tbl: Oid) {
-    let ext = crate::catalog::extension_schema();
+    let ext = Extension::current();
     let Some(index) = crate::catalog::load(&ext, Some(tbl), crate::catalog::Scope::Entries)
         .into_iter()
         .next()
@@ -442,7 +443,7 @@ fn ttl_filter_refresh(tbl: Oid) {
     let Some(filter) = predicate.and_then(|predicate| from_index_predicate(tbl, &predicate)) else {
         return;
     };
-    let owner = crate::catalog::catalog_owner(&ext);
+    let owner = ext.owner();
     crate::owner::as_catalog_owner(owner, || {
         Spi::run_with_args(
             &format!(

@@ -5,7 +5,7 @@
 
 use crate::error::raise;
 use crate::jsonb_scalar::{JsonbRef, LocalTimes, Reading};
-use crate::parse::{self, NumericUnit};
+use jsonb_ttl_core::parse::{self, NumericUnit};
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 

@@ -27,7 +27,7 @@ pub static MAX_TABLE_REMOVES: GucSetting<i32> = GucSetting::<i32>::new(1_000_000
 
 /// `jsonb_ttl.batch_size`: the most rows one delete transaction of the worker removes (the
 /// first statement's rows in `ttl_expire_now`). The worker sizes its batches below it to take
-/// `batch_time` each (see [`crate::batch_size`]). Default 50,000: at 1–2 µs a row, past the
+/// `batch_time` each (see [`jsonb_ttl_core::batch_size`]). Default 50,000: at 1–2 µs a row, past the
 /// 25 ms target, so the target decides; it bounds the array of row ids a batch carries (6 bytes
 /// a row) and a batch's row locks when rows are fast.
 pub static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(50_000);

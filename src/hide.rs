@@ -22,6 +22,7 @@
 
 use crate::catalog::TtlIndex;
 use crate::error::raise;
+use crate::extension::Extension;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
@@ -65,7 +66,7 @@ fn has_policy(table: Oid, name: &str) -> bool {
 
 /// `(<expired>) IS NOT TRUE` for `index`, with its expire_after written in: for each of its
 /// parts with a per-row TTL field (see [`crate::row_ttl`]).
-fn visible_condition(ext: &str, index: &TtlIndex) -> String {
+fn visible_condition(ext: &Extension, index: &TtlIndex) -> String {
     let parts = match index.row_ttl {
         Some(_) => index.clone().parts(),
         None => vec![index.clone()],
@@ -91,7 +92,7 @@ fn visible_condition(ext: &str, index: &TtlIndex) -> String {
 
 /// Hides the expired rows of `index`'s table (see the module's text); returns whether row
 /// security was enabled here.
-pub fn install(ext: &str, index: &TtlIndex) -> bool {
+pub fn install(ext: &Extension, index: &TtlIndex) -> bool {
     let (enabled, forced, others) = row_security(index.table);
     if !enabled && others > 0 {
         raise(
@@ -144,7 +145,7 @@ pub fn install(ext: &str, index: &TtlIndex) -> bool {
 }
 
 /// Writes the policy again after a change of `index` (expire_after, time zone).
-pub fn refresh(ext: &str, index: &TtlIndex) {
+pub fn refresh(ext: &Extension, index: &TtlIndex) {
     if has_policy(index.table, HIDE) {
         run(&format!(
             "ALTER POLICY {HIDE} ON {} USING ({})",
@@ -258,7 +259,7 @@ fn options_dropped(table: Oid, touch: bool, hide: bool, hide_enabled_row_securit
         return false;
     };
     let qualified_table = format!("{schema}.{name}");
-    let ext = crate::catalog::extension_schema();
+    let ext = Extension::current();
     if touch {
         crate::touch::remove_from(&ext, table, &qualified_table);
     }

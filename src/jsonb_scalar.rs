@@ -5,7 +5,7 @@
 //! array, or an object. We read scalars with PostgreSQL's `JsonbExtractScalar`, array elements
 //! with `getIthJsonbValueFromContainer`, and object keys with `findJsonbValueFromContainer`.
 
-use crate::parse::{self, NumericUnit};
+use jsonb_ttl_core::parse::{self, NumericUnit};
 use pgrx::pg_sys;
 use std::ffi::CStr;
 

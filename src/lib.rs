@@ -30,7 +30,6 @@
 //! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
 
 use pgrx::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 // 0.2.0 needs PostgreSQL 15 or later (CREATE OR REPLACE TRIGGER, the raw parser's modes,
 // MarkGUCPrefixReserved…); the pg13/pg14 features of pgrx stay declared but do not build.
@@ -38,7 +37,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 compile_error!("jsonb_ttl supports PostgreSQL 15, 16, 17 and 18");
 
 pub mod api;
-pub use jsonb_ttl_core::{batch_size, parse, path};
 pub mod bgw;
 pub mod brake;
 pub mod budget;
@@ -47,6 +45,7 @@ pub mod catalog;
 pub mod deadline;
 pub mod deleter;
 pub mod error;
+pub mod extension;
 pub mod filter;
 pub mod functions;
 pub mod gucs;
@@ -57,6 +56,7 @@ pub mod launcher;
 pub mod owner;
 pub mod partitions;
 pub mod planner;
+pub mod preload;
 pub mod preview;
 pub mod registry;
 pub mod row_ttl;
@@ -78,13 +78,6 @@ pgrx::extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
 mod jsonb_ttl_internal {}
 pgrx::extension_sql_file!("../sql/api.sql", name = "api", finalize);
 
-static PRELOADED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the library was loaded through shared_preload_libraries (so the worker runs).
-pub fn preloaded() -> bool {
-    PRELOADED.load(Ordering::Relaxed)
-}
-
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::register();
@@ -94,7 +87,7 @@ pub extern "C-unwind" fn _PG_init() {
         pgrx::pg_sys::MarkGUCPrefixReserved(c"jsonb_ttl".as_ptr());
     }
     if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
-        PRELOADED.store(true, Ordering::Relaxed);
+        preload::mark_preloaded();
         registry::init();
         budget::init();
         stats::init();

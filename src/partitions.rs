@@ -18,8 +18,9 @@
 
 use crate::catalog::TtlIndex;
 use crate::error::raise;
+use crate::extension::Extension;
 use crate::filter;
-use crate::path::ColumnKind;
+use jsonb_ttl_core::path::ColumnKind;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
@@ -213,7 +214,7 @@ pub struct Visited {
 /// Drops (or detaches) the expired partitions of the TTL index `index` (any target of it), each
 /// in a transaction of its own, as the parent's owner; partitions whose locks are taken are
 /// left for the next pass. The brake is checked first, on the estimated rows.
-pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
+pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
     let mut visited = Visited::default();
     let listed = crate::txn::in_transaction(|| {
         let (expired, total) = expired(index);
@@ -256,7 +257,7 @@ pub fn visit(ext_schema: &str, index: &TtlIndex, mode: Mode) -> Visited {
             root.replace('\'', "''")
         );
         let paused = crate::txn::in_transaction(|| {
-            crate::brake::pause(ext_schema, index.root, &reason);
+            crate::brake::pause(ext, index.root, &reason);
         });
         if paused.is_ok() {
             log!("jsonb_ttl: {reason}");

@@ -12,6 +12,7 @@
 use crate::api::required;
 use crate::catalog::{self, Part, Scope};
 use crate::error::raise;
+use crate::extension::Extension;
 use crate::owner;
 use crate::planner::MARKER;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
@@ -40,7 +41,7 @@ fn ttl_expire_preview(
 > {
     let tbl = required(tbl, "tbl");
     let at = required(at, "at");
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let Some(index) = catalog::load(&ext, Some(tbl), Scope::Entries)
         .into_iter()
         .next()

@@ -275,7 +275,7 @@ pub fn take_without_extension() -> Vec<(pg_sys::Oid, i32)> {
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_wake_launcher() {
-    if crate::preloaded() {
+    if crate::preload::preloaded() {
         want_worker(unsafe { pg_sys::MyDatabaseId }, unsafe {
             pg_sys::GetTopTransactionId()
         });

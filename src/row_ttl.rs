@@ -14,8 +14,9 @@
 //! The worker purges them as two targets of one table (see [`crate::catalog::Part`]): the
 //! second is a TTL index on the expiry time with `expire_after` 0.
 
+use crate::extension::Extension;
 use crate::jsonb_scalar::JsonbRef;
-use crate::path::{ColumnKind, Resolved};
+use jsonb_ttl_core::path::{ColumnKind, Resolved};
 use jsonb_ttl_core::row_ttl::{expires_at, row_seconds};
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
@@ -45,7 +46,7 @@ fn ttl_expires_at(reference: TimestampWithTimeZone, seconds: f64) -> Option<Time
 }
 
 /// `ttl_row_seconds(<the row's TTL field>)`, qualified like [`catalog::reference_expr`].
-pub fn seconds_expr(ext_schema: &str, field: &Resolved) -> Result<String, String> {
+pub fn seconds_expr(ext: &Extension, field: &Resolved) -> Result<String, String> {
     let column = quote_identifier(&field.column);
     let value = match field.kind {
         ColumnKind::Jsonb | ColumnKind::Json => {
@@ -67,12 +68,12 @@ pub fn seconds_expr(ext_schema: &str, field: &Resolved) -> Result<String, String
             ))
         }
     };
-    Ok(format!("{ext_schema}.ttl_row_seconds({value})"))
+    Ok(format!("{ext}.ttl_row_seconds({value})"))
 }
 
 /// A row's own expiry time.
-pub fn expiry_expr(ext_schema: &str, reference: &str, seconds: &str) -> String {
-    format!("{ext_schema}.ttl_expires_at({reference}, {seconds})")
+pub fn expiry_expr(ext: &Extension, reference: &str, seconds: &str) -> String {
+    format!("{ext}.ttl_expires_at({reference}, {seconds})")
 }
 
 /// The predicate that keeps the rows with a TTL of their own out of the TTL index itself.

@@ -317,7 +317,7 @@ fn visible_entries() -> Vec<StatsRow> {
 
 /// [`visible_entries`] of `table` only, or of every table.
 fn visible_entries_of(table: Option<pg_sys::Oid>) -> Vec<StatsRow> {
-    if !crate::preloaded() {
+    if !crate::preload::preloaded() {
         return Vec::new();
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
@@ -480,7 +480,7 @@ fn ttl_oldest_expired(_tbl: pg_sys::Oid, target: pg_sys::Oid) -> Option<Timestam
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_undeletable(
 ) -> TableIterator<'static, (name!(table_oid, pg_sys::Oid), name!(rows_undeletable, i64))> {
-    if !crate::preloaded() {
+    if !crate::preload::preloaded() {
         return TableIterator::new(Vec::new());
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
@@ -508,7 +508,7 @@ fn ttl_statistics() -> TableIterator<
         name!(last_pass_ms, f64),
     ),
 > {
-    if !crate::preloaded() {
+    if !crate::preload::preloaded() {
         return TableIterator::once((0, 0, 0, None, 0.0));
     }
     TableIterator::once((
@@ -524,7 +524,7 @@ fn ttl_statistics() -> TableIterator<
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_stats_reset() {
-    if !crate::preloaded() {
+    if !crate::preload::preloaded() {
         return;
     }
     for entry in ENTRIES.exclusive().0.iter_mut() {

@@ -14,8 +14,9 @@
 
 use crate::catalog::{self, TtlIndex};
 use crate::error::raise;
-use crate::parse::NumericUnit;
-use crate::path::ColumnKind;
+use crate::extension::Extension;
+use jsonb_ttl_core::parse::NumericUnit;
+use jsonb_ttl_core::path::ColumnKind;
 use jsonb_ttl_core::touch::{epoch, iso_utc, leaf, nested};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -185,7 +186,7 @@ fn column_value(
 
 /// Creates (or writes again, with `index`'s current column, unit, zone and keys) the touch
 /// trigger of `index`'s table. Refuses to replace a trigger of the same name that is not ours.
-pub fn install(ext: &str, index: &TtlIndex) {
+pub fn install(ext: &Extension, index: &TtlIndex) {
     if index.resolved.kind == ColumnKind::Json {
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -221,14 +222,14 @@ pub fn install(ext: &str, index: &TtlIndex) {
         "CREATE OR REPLACE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE ON {} \
          FOR EACH ROW EXECUTE FUNCTION {}._ttl_touch({})",
         index.qualified_table,
-        catalog::internal_schema(ext),
+        ext.internal(),
         args.join(", ")
     ))
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot create the touch trigger: {e}"));
 }
 
 /// Whether `table`'s trigger named [`TRIGGER`] runs our `_ttl_touch()`; `None` when it has none.
-fn trigger_is_ours(ext: &str, table: Oid) -> Option<bool> {
+fn trigger_is_ours(ext: &Extension, table: Oid) -> Option<bool> {
     Spi::get_one_with_args::<bool>(
         "SELECT (SELECT tgfoid OPERATOR(pg_catalog.=) \
                         $3::pg_catalog.text::pg_catalog.regprocedure::pg_catalog.oid \
@@ -238,19 +239,19 @@ fn trigger_is_ours(ext: &str, table: Oid) -> Option<bool> {
         &[
             table.into(),
             TRIGGER.into(),
-            format!("{}._ttl_touch()", catalog::internal_schema(ext)).into(),
+            format!("{}._ttl_touch()", ext.internal()).into(),
         ],
     )
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot read the triggers of the table: {e}"))
 }
 
 /// Drops the touch trigger of `index`'s table, if it is there.
-pub fn remove(ext: &str, index: &TtlIndex) {
+pub fn remove(ext: &Extension, index: &TtlIndex) {
     remove_from(ext, index.table, &index.qualified_table);
 }
 
 /// Drops the touch trigger of `table` (`qualified`: its quoted name), if it is there and ours.
-pub fn remove_from(ext: &str, table: Oid, qualified: &str) {
+pub fn remove_from(ext: &Extension, table: Oid, qualified: &str) {
     if trigger_is_ours(ext, table) == Some(true) {
         Spi::run(&format!("DROP TRIGGER {TRIGGER} ON {qualified}"))
             .unwrap_or_else(|e| error!("jsonb_ttl: cannot drop the touch trigger: {e}"));
@@ -267,7 +268,7 @@ pub fn remove_from(ext: &str, table: Oid, qualified: &str) {
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_touch_refresh(tbl: Oid) {
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     for index in catalog::load(&ext, Some(tbl), catalog::Scope::Entries) {
         if index.touch {
             install(&ext, &index);

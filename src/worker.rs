@@ -11,9 +11,11 @@ use crate::bgw::{self, handle_signals, sleep, BatchTimer};
 use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
 use crate::deleter::{Batch, Outcome, Purge};
+use crate::extension::Extension;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{batch_size, brake, budget, build, deleter, gucs, owner, partitions, registry, stats};
+use crate::{brake, budget, build, deleter, gucs, owner, partitions, registry, stats};
+use jsonb_ttl_core::batch_size;
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -186,7 +188,7 @@ pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
     };
     loop {
         handle_signals();
-        let Ok(ext) = in_transaction(catalog::find_extension_schema) else {
+        let Ok(ext) = in_transaction(Extension::find) else {
             break;
         };
         let Some(ext) = ext else {
@@ -249,7 +251,7 @@ fn wait_for_next_pass(started: Instant) {
 }
 
 impl Worker {
-    fn pass(&mut self, ext: &str) {
+    fn pass(&mut self, ext: &Extension) {
         let loaded = in_transaction(|| {
             // Planned above jit_above_cost (the partition trees), the catalog read would be
             // compiled by JIT on every pass: 0.2–0.4 s each, measured with jit = on.
@@ -350,7 +352,11 @@ impl Worker {
     /// Drops (or detaches) the expired partitions of the TTL indexes with `drop_partitions`
     /// (see [`partitions`]), before any row of theirs is probed or deleted; returns the targets
     /// left.
-    fn drop_expired_partitions(&mut self, ext: &str, mut indexes: Vec<TtlIndex>) -> Vec<TtlIndex> {
+    fn drop_expired_partitions(
+        &mut self,
+        ext: &Extension,
+        mut indexes: Vec<TtlIndex>,
+    ) -> Vec<TtlIndex> {
         let mut roots = std::collections::HashSet::new();
         let owners: Vec<(TtlIndex, partitions::Mode)> = indexes
             .iter()
@@ -399,7 +405,7 @@ impl Worker {
     /// [`crate::deadline`]). A table whose lock is not free at once counts as expired (its
     /// batch waits lock_timeout at most); when the probe fails (a table's probe outlasted
     /// `jsonb_ttl.batch_timeout`), every table does.
-    fn probe(&mut self, ext: &str, indexes: &[TtlIndex], set_aside: &[bool]) -> Vec<bool> {
+    fn probe(&mut self, ext: &Extension, indexes: &[TtlIndex], set_aside: &[bool]) -> Vec<bool> {
         let probes = &mut self.probes;
         let lagging = &mut self.lagging;
         let role_settings = &mut self.frame.role_settings;
@@ -484,7 +490,7 @@ impl Worker {
     /// Removes the expired rows of one table, batch by batch, within the limits. A batch that
     /// fails because of some of its rows is retried in parts ([`Worker::split`]): the rows that
     /// cannot be deleted are set aside, and the purge goes on behind them.
-    fn purge(&mut self, ext: &str, index: &TtlIndex) -> Limit {
+    fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
         match self.brake(ext, index) {
             Brake::Go => {}
             Brake::Paused(reason) => {
@@ -595,7 +601,7 @@ impl Worker {
     /// more. A backlog that passed is not counted again until a visit drains it (each visit
     /// would recount what is left of it); a count that outlasts `jsonb_ttl.batch_timeout`
     /// pauses the index too, saying so (it cannot tell, and the owner can resume).
-    fn brake(&mut self, ext: &str, index: &TtlIndex) -> Brake {
+    fn brake(&mut self, ext: &Extension, index: &TtlIndex) -> Brake {
         if !index.brake_available
             || index.brake_released
             || self.brake_checked.get(&index.target()) == Some(&interval_key(index.expire_after))
@@ -637,7 +643,7 @@ impl Worker {
     /// exists.
     fn batch(
         &mut self,
-        ext: &str,
+        ext: &Extension,
         batch: Batch,
         index: &TtlIndex,
         limit: i64,
@@ -662,7 +668,7 @@ impl Worker {
     /// as a plain batch of what it deleted.
     fn split(
         &mut self,
-        ext: &str,
+        ext: &Extension,
         index: &TtlIndex,
         limit: i64,
     ) -> Result<Option<Outcome>, Failure> {
@@ -704,7 +710,7 @@ impl Worker {
 /// (prepared again if a rename changed them), run for at most `limit` rows.
 fn run_statements(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
-    ext: &str,
+    ext: &Extension,
     batch: Batch,
     current: &TtlIndex,
     expire_after: pgrx::datum::Interval,
@@ -746,7 +752,7 @@ struct Frame {
 
 impl Frame {
     /// Ready for a pass in the database whose extension lives in `ext`.
-    fn begin_pass(&mut self, ext: &str) {
+    fn begin_pass(&mut self, ext: &Extension) {
         self.role_settings.clear();
         self.lookup_sql = format!(
             "SELECT expire_after FROM {ext}.ttl_index \
@@ -853,7 +859,7 @@ fn in_batch_frame<R>(
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
-    let ext = catalog::extension_schema();
+    let ext = Extension::current();
     let index = catalog::load(&ext, None, catalog::Scope::Targets)
         .into_iter()
         .find(|index| index.table == tbl)
