@@ -9,7 +9,8 @@ E2E_FAILURES=0
 E2E_PASSES=0
 
 start_cluster() {
-  CLUSTER=$1 PORT=$2
+  # E2E_PORT_OFFSET moves every script's port, so a second checkout can run its tests at once
+  CLUSTER=$1 PORT=$(($2 + ${E2E_PORT_OFFSET:-0}))
   shift 2
   "$ROOT/scripts/cluster.sh" destroy "$CLUSTER"
   # E2E_KEEP=1 leaves the cluster running and its log in place, to look at a failure
