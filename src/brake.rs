@@ -18,7 +18,6 @@
 //! The pause lives in the TTL catalog (`paused_at`, `paused_reason`, `brake_released`), so it
 //! survives restarts and is dumped with the catalog.
 
-use crate::api::{existing, no_ttl_index, owned_table};
 use crate::catalog::TtlIndex;
 use crate::extension::Extension;
 use crate::gucs;
@@ -125,23 +124,10 @@ pub fn rearm(ext: &Extension, root: Oid) {
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot set the brake again: {e}"));
 }
 
-/// `ttl_index_resume(tbl)`: lifts a pause of the safety brake on the TTL index of `tbl`, and
-/// releases the brake until a visit of the worker drains the table. For the table's owner.
-/// Returns whether the index was paused; an index that was not is left as it is (its brake
-/// still holds).
-#[pg_extern(
-    volatile,
-    parallel_unsafe,
-    name = "_ttl_index_resume",
-    schema = "jsonb_ttl_internal"
-)]
-#[search_path(pg_catalog, pg_temp)]
-fn ttl_index_resume(tbl: Option<Oid>) -> bool {
-    let table = owned_table(tbl);
-    let ext = Extension::current();
-    let Some(index) = existing(&ext, &table) else {
-        no_ttl_index(&table);
-    };
+/// Lifts a pause of the safety brake on the TTL index of `root`, and releases the brake until
+/// a visit of the worker drains the table (`ttl_index_resume`). Returns whether the index was
+/// paused; an index that was not is left as it is (its brake still holds).
+pub fn resume(ext: &Extension, root: Oid) -> bool {
     owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
             &format!(
@@ -153,7 +139,7 @@ fn ttl_index_resume(tbl: Option<Oid>) -> bool {
                                     AND paused_at IS NOT NULL) \
                  SELECT paused FROM before"
             ),
-            &[index.root.into()],
+            &[root.into()],
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot resume the TTL index: {e}"))

@@ -209,7 +209,7 @@ fn ttl_options_dropped_by_oid(
     if options_dropped(table, touch, hide, hide_enabled_row_security) {
         if let Some(index) = row_ttl_index {
             // the recorded per-row TTL index, if it is still an index of this table
-            crate::build::drop_index_of(table, index);
+            crate::tracking::drop_index_of(table, index);
         }
     }
 }
@@ -239,7 +239,7 @@ fn ttl_options_dropped(
             .ok()
             .flatten();
             if let Some(index) = index {
-                crate::build::drop_index_of(table, index);
+                crate::tracking::drop_index_of(table, index);
             }
         }
     }

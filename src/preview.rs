@@ -9,12 +9,12 @@
 //! the owner's code, so that query runs as the owner, for a caller who may read the table and
 //! to whom row security does not apply.
 
-use crate::api::required;
 use crate::catalog::{self, Part, Scope};
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::owner;
 use crate::planner::MARKER;
+use crate::table::required;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;

@@ -14,7 +14,7 @@ use crate::deleter::{Batch, Outcome, Purge};
 use crate::extension::Extension;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable::{self, Undeletable};
-use crate::{brake, budget, build, deleter, gucs, owner, partitions, registry, stats};
+use crate::{brake, budget, deleter, gucs, owner, partitions, registry, stats, tracking};
 use jsonb_ttl_core::batch_size;
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
@@ -257,7 +257,7 @@ impl Worker {
             // compiled by JIT on every pass: 0.2–0.4 s each, measured with jit = on.
             gucs::override_setting(c"jit", "off");
             (!catalog::restore_in_progress()).then(|| {
-                for table in build::stale_records(ext) {
+                for table in tracking::stale_records(ext) {
                     // reading its indexes locks the table: only if that lock is free now
                     let free = unsafe {
                         pg_sys::ConditionalLockRelationOid(
@@ -266,7 +266,7 @@ impl Worker {
                         )
                     };
                     if free {
-                        build::track_indexes(ext, table);
+                        tracking::track_indexes(ext, table);
                     }
                 }
                 catalog::load(ext, None, catalog::Scope::Targets)

@@ -1,0 +1,142 @@
+//! Changing a TTL index in place: `ttl_index_alter`'s expire_after, time zone, touch,
+//! hide_expired and drop_partitions, each a step of its own.
+
+use crate::build::{build_index, choose_index_name, index_specs};
+use crate::catalog::TtlIndex;
+use crate::extension::Extension;
+use crate::spec::{check_drop_partitions, index_time_zone};
+use crate::table::{set_column, ttl_index_of, Table};
+use crate::{hide, partitions, touch, tracking};
+use pgrx::datum::Interval;
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+
+/// A new expire_after (the hiding policy, which has it written in, follows).
+pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Interval) {
+    ttl_index_of(ext, table);
+    set_column(ext, table, "expire_after", expire_after.into());
+    let current = ttl_index_of(ext, table);
+    if current.hide_expired {
+        hide::refresh(ext, &current);
+    }
+}
+
+/// Turns dropping whole partitions on (`Some` mode) or off (see [`partitions`]).
+pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<partitions::Mode>) {
+    let current = ttl_index_of(ext, table);
+    if mode.is_some() {
+        let reference = current
+            .base_reference(ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(
+            table,
+            &reference,
+            &current.resolved,
+            current.filter_sql.is_some(),
+            current.row_ttl.is_some(),
+        );
+    }
+    set_column(
+        ext,
+        table,
+        "drop_partitions",
+        mode.map(partitions::Mode::name).into(),
+    );
+}
+
+/// Changes the zone a `timestamp` or `date` column is read in. The zone is part of the index
+/// expression, so the TTL index is rebuilt: a new index is built beside the old one (CREATE
+/// INDEX: a SHARE lock, so writes to the table wait for the build), the catalog points at it,
+/// the old one is dropped and the new one takes its name (ACCESS EXCLUSIVE, for an instant).
+pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
+    let current = ttl_index_of(ext, table);
+    let Some(zone) = index_time_zone(current.resolved.kind, Some(time_zone)) else {
+        unreachable!("index_time_zone raises for a kind without a zone")
+    };
+    if current.time_zone.as_deref() == Some(zone.as_str()) {
+        return;
+    }
+    // Each index is built again beside the old one. The catalog follows the new index first, so
+    // that dropping the old one (which the sql_drop event trigger watches) keeps the entry,
+    // then takes the old name back with it.
+    let rezoned = TtlIndex {
+        time_zone: Some(zone.clone()),
+        ..current
+    };
+    if rezoned.drop_partitions.is_some() {
+        // the partitions are bounded by the old reference: refused unless still the same
+        let reference = rezoned
+            .base_reference(ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(table, &reference, &rezoned.resolved, false, false);
+    }
+    tracking::track_indexes(ext, table.oid);
+    set_column(ext, table, "time_zone", zone.into());
+    for (column, name, expression, predicate) in index_specs(ext, &rezoned) {
+        rebuild(ext, table, column, &name, &expression, &predicate);
+    }
+    let entry = ttl_index_of(ext, table);
+    if entry.touch {
+        touch::install(ext, &entry);
+    }
+    if entry.hide_expired {
+        hide::refresh(ext, &entry);
+    }
+}
+
+/// Builds the index of catalog column `column` again on `expression` and `predicate`, beside
+/// the recorded one, which it then replaces under its name `name`.
+fn rebuild(
+    ext: &Extension,
+    table: &Table,
+    column: &str,
+    name: &str,
+    expression: &str,
+    predicate: &str,
+) {
+    let Some(old) = tracking::recorded_index(ext, table.oid, column) else {
+        return; // not built yet (build => false): build_sql now gives the new zone's
+    };
+    let building = choose_index_name(table, "_ttl_idx", &[]);
+    build_index(table, &building, expression, predicate);
+    set_column(ext, table, column, building.clone().into());
+    // the new index is the recorded one before the old one goes (the sql_drop event
+    // trigger removes the entry of a TTL index whose recorded index is dropped)
+    tracking::track_indexes(ext, table.oid);
+    tracking::drop_index_of(table.oid, old);
+    Spi::run(&format!(
+        "ALTER INDEX {}.{} RENAME TO {}",
+        quote_identifier(&table.schema),
+        quote_identifier(&building),
+        quote_identifier(name)
+    ))
+    .unwrap_or_else(|e| error!("jsonb_ttl: ALTER INDEX failed: {e}"));
+    set_column(ext, table, column, name.into());
+}
+
+/// Turns touch on or off (see [`touch`]): the trigger is created or dropped, the index stays.
+pub(crate) fn set_touch(ext: &Extension, table: &Table, on: bool) {
+    let current = ttl_index_of(ext, table);
+    set_column(ext, table, "touch", on.into());
+    match on {
+        true => touch::install(ext, &current),
+        false => touch::remove(ext, &current),
+    }
+}
+
+/// Turns hide_expired on or off (see [`hide`]): the policies are created or dropped.
+pub(crate) fn set_hide_expired(ext: &Extension, table: &Table, on: bool) {
+    let current = ttl_index_of(ext, table);
+    if current.hide_expired == on {
+        return;
+    }
+    set_column(ext, table, "hide_expired", on.into());
+    let enabled_here = match on {
+        true => hide::install(ext, &current),
+        false => {
+            hide::remove(&current, current.hide_enabled_row_security);
+            false
+        }
+    };
+    set_column(ext, table, "hide_enabled_row_security", enabled_here.into());
+}

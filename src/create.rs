@@ -1,0 +1,129 @@
+//! Creating a TTL index from a validated specification (the catalog row, then the index built
+//! or adopted, then its options in place), and dropping one.
+
+use crate::build::{self, build_index, choose_index_name, index_specs};
+use crate::extension::Extension;
+use crate::spec::{check_drop_partitions, refuse_duplicate, IndexSpec};
+use crate::table::{existing, set_column, ttl_index_of, Table};
+use crate::tracking::drop_recorded_index;
+use crate::{catalog, hide, owner, touch, tracking};
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+
+/// Creates the TTL index `spec` on `table`: `false` when the table has that very one already.
+pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
+    if let Some(current) = existing(ext, table) {
+        if spec.matches(&current) {
+            return false;
+        }
+        refuse_duplicate(table, &current);
+    }
+    if spec.drop_partitions.is_some() {
+        let reference =
+            catalog::reference_expr(ext, &spec.resolved, spec.unit, spec.zone.as_deref())
+                .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(
+            table,
+            &reference,
+            &spec.resolved,
+            spec.filter.is_some(),
+            spec.row_ttl.is_some(),
+        );
+    }
+    let index_name = choose_index_name(table, "_ttl_idx", &[]);
+    let row_ttl_index_name = spec
+        .row_ttl
+        .as_ref()
+        .map(|_| choose_index_name(table, "_row_ttl_idx", std::slice::from_ref(&index_name)));
+    record(ext, spec.catalog_row(table, index_name, row_ttl_index_name));
+    build_or_adopt(ext, table, spec.build);
+    tracking::track_indexes(ext, table.oid);
+    if spec.touch {
+        touch::install(ext, &ttl_index_of(ext, table));
+    }
+    if spec.hide_expired {
+        let enabled_here = hide::install(ext, &ttl_index_of(ext, table));
+        set_column(ext, table, "hide_enabled_row_security", enabled_here.into());
+    }
+    warn_unless_preloaded();
+    true
+}
+
+/// Inserts the catalog row `columns`, as the catalog's owner.
+fn record(ext: &Extension, columns: Vec<(&str, pgrx::datum::DatumWithOid)>) {
+    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
+    let args: Vec<pgrx::datum::DatumWithOid> = columns.into_iter().map(|(_, v)| v).collect();
+    owner::as_catalog_owner(ext.owner(), || {
+        Spi::run_with_args(
+            &format!(
+                "INSERT INTO {ext}.ttl_index ({}) VALUES ({})",
+                names.join(", "),
+                values.join(", ")
+            ),
+            &args,
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));
+}
+
+/// The index (and the per-row TTL one) of the recorded TTL index of `table`: adopted when it
+/// exists, else built unless `build` is false.
+fn build_or_adopt(ext: &Extension, table: &Table, build: bool) {
+    for (catalog_column, name, expression, predicate) in index_specs(ext, &ttl_index_of(ext, table))
+    {
+        match build::adoptable(table.oid, &expression, &predicate) {
+            Some(adopted) => {
+                notice!(
+                    "jsonb_ttl: index {adopted} is the {} of {}: adopted, not built again",
+                    match catalog_column {
+                        "index_name" => "TTL index",
+                        _ => "per-row TTL index",
+                    },
+                    table.name
+                );
+                set_column(ext, table, catalog_column, adopted.into());
+            }
+            None if build => build_index(table, &name, &expression, &predicate),
+            None => {}
+        }
+    }
+}
+
+fn warn_unless_preloaded() {
+    if !crate::preload::preloaded() {
+        pgrx::pg_sys::panic::ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_WARNING,
+            "jsonb_ttl is not in shared_preload_libraries: no background worker will remove expired rows",
+            "jsonb_ttl",
+        )
+        .set_hint("Add jsonb_ttl to shared_preload_libraries and restart; until then only ttl_expire_now() removes rows.")
+        .report(PgLogLevel::WARNING);
+    }
+}
+
+/// Drops the TTL index of `table`: its options' triggers and policies, its indexes, its entry.
+pub(crate) fn drop(ext: &Extension, table: &Table) -> bool {
+    let current = ttl_index_of(ext, table);
+    touch::remove(ext, &current);
+    if current.hide_expired {
+        hide::remove(&current, current.hide_enabled_row_security);
+    }
+    tracking::track_indexes(ext, table.oid);
+    if current.row_ttl.is_some() {
+        drop_recorded_index(ext, table.oid, "row_ttl_index_name");
+    }
+    drop_recorded_index(ext, table.oid, "index_name");
+    // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
+    owner::as_catalog_owner(ext.owner(), || {
+        Spi::run_with_args(
+            &format!(
+                "DELETE FROM {ext}.ttl_index \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+            ),
+            &[table.oid.into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot remove the TTL index entry: {e}"));
+    true
+}
