@@ -3,12 +3,13 @@
 
 use crate::error::raise;
 use crate::extension::Extension;
+use crate::reference;
 use jsonb_ttl_core::parse::NumericUnit;
 use jsonb_ttl_core::path::{Column, ColumnKind, Resolved};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
-use pgrx::spi::{quote_identifier, quote_literal};
+use pgrx::spi::quote_identifier;
 
 /// One TTL index, as the catalog and the system catalogs describe it now; loaded as a target
 /// (see [`Scope`]), one per leaf partition of a partitioned table.
@@ -31,7 +32,7 @@ pub struct TtlIndex {
     pub unit: NumericUnit,
     pub index_name: String,
     /// The zone a `timestamp` or `date` column, or a JSON string without an offset, is read
-    /// in; `None` means UTC (see [`reference_expr`]).
+    /// in; `None` means UTC (see [`reference::reference_expr`]).
     pub time_zone: Option<String>,
     /// A foreign table (a partition of a partitioned table): never deleted from, since its
     /// rows live behind a foreign data wrapper.
@@ -132,7 +133,7 @@ impl TtlIndex {
         (self.table, self.part)
     }
 
-    /// The SQL expression of this TTL index's reference time (see [`reference_expr`]); for
+    /// The SQL expression of this TTL index's reference time (see [`reference::reference_expr`]); for
     /// the rows with a TTL of their own, their expiry time (their `expire_after` is 0).
     pub fn reference(&self, ext: &Extension) -> Result<String, String> {
         let reference = self.base_reference(ext)?;
@@ -148,7 +149,7 @@ impl TtlIndex {
 
     /// The reference time at the path, whatever the part.
     pub fn base_reference(&self, ext: &Extension) -> Result<String, String> {
-        reference_expr(ext, &self.resolved, self.unit, self.time_zone.as_deref())
+        reference::reference_expr(ext, &self.resolved, self.unit, self.time_zone.as_deref())
     }
 
     /// The predicate that keeps the rows with a TTL of their own out of the rows that fall
@@ -169,7 +170,7 @@ impl TtlIndex {
     }
 
     /// Whether a row is expired, with the reference time `reference` (see
-    /// [`expired_condition`]), this TTL index's filter, and for the rows that fall back to
+    /// [`reference::expired_condition`]), this TTL index's filter, and for the rows that fall back to
     /// `expire_after`, that they do.
     pub fn expired(&self, ext: &Extension, reference: &str) -> String {
         self.expired_after(ext, reference, "$1")
@@ -179,7 +180,7 @@ impl TtlIndex {
     pub fn expired_after(&self, ext: &Extension, reference: &str, expire_after: &str) -> String {
         format!(
             "{}{}",
-            expired_condition(reference, self.filter_sql.as_deref(), expire_after),
+            reference::expired_condition(reference, self.filter_sql.as_deref(), expire_after),
             self.falls_back(ext)
         )
     }
@@ -198,11 +199,11 @@ impl TtlIndex {
         )
     }
 
-    /// The predicate of this target's index (see [`index_predicate`]).
+    /// The predicate of this target's index (see [`reference::index_predicate`]).
     pub fn predicate(&self, ext: &Extension, reference: &str) -> String {
         format!(
             "{}{}",
-            index_predicate(reference, self.filter_sql.as_deref()),
+            reference::index_predicate(reference, self.filter_sql.as_deref()),
             self.falls_back(ext)
         )
     }
@@ -270,95 +271,6 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
             })
             .collect()
     })
-}
-
-/// The SQL expression of the reference time of a row, qualified down to its operators and
-/// casts so it means the same under any search_path (the worker runs it as the table's owner,
-/// with the owner's settings). The index is built on it and the deleter filters on it, so the
-/// planner always matches the two (it compares operator and function OIDs, not text). An error
-/// when the column can no longer hold a time (it was dropped or changed type behind the
-/// catalog's back).
-///
-/// A `timestamp` column holds a local time: it is read in `time_zone`, the TTL index's zone (by
-/// default the TimeZone of the session that created it, which is how PostgreSQL itself compares
-/// that column with `now()` there); a `date` column is midnight in that zone. `AT TIME ZONE`
-/// with a constant zone is IMMUTABLE (`timezone(text, timestamp)`), so it can key an index, and
-/// it reads gaps and overlaps of daylight saving time as PostgreSQL does everywhere else. In a
-/// JSON document, strings without an offset are read as UTC, or in `time_zone` when the index
-/// has one (the three-argument `ttl_timestamp`). `None` is UTC.
-pub fn reference_expr(
-    ext: &Extension,
-    resolved: &Resolved,
-    unit: NumericUnit,
-    time_zone: Option<&str>,
-) -> Result<String, String> {
-    let column = quote_identifier(&resolved.column);
-    let zone = quote_literal(time_zone.unwrap_or("UTC"));
-    Ok(match resolved.kind {
-        ColumnKind::Jsonb | ColumnKind::Json => {
-            // json → jsonb is an I/O conversion of IMMUTABLE functions: it can key an index
-            let document = match resolved.kind {
-                ColumnKind::Json => format!("({column})::pg_catalog.jsonb"),
-                _ => column,
-            };
-            let value = resolved.json_path.iter().fold(document, |value, key| {
-                format!(
-                    "({value} OPERATOR(pg_catalog.->) {}::pg_catalog.text)",
-                    quote_literal(key)
-                )
-            });
-            match (unit, time_zone) {
-                (NumericUnit::Seconds, None) => format!("{ext}.ttl_timestamp({value})"),
-                (NumericUnit::Milliseconds, None) => {
-                    format!("{ext}.ttl_timestamp({value}, 'ms'::pg_catalog.text)")
-                }
-                (unit, Some(_)) => format!(
-                    "{ext}.ttl_timestamp({value}, '{}'::pg_catalog.text, \
-                     {zone}::pg_catalog.text)",
-                    unit.name()
-                ),
-            }
-        }
-        ColumnKind::Text => match time_zone {
-            None => format!("{ext}.ttl_text_timestamp(({column})::pg_catalog.text)"),
-            Some(_) => format!(
-                "{ext}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)"
-            ),
-        },
-        ColumnKind::Timestamptz => column,
-        // AT TIME ZONE always calls pg_catalog.timezone()
-        ColumnKind::Timestamp => format!("({column} AT TIME ZONE {zone}::pg_catalog.text)"),
-        ColumnKind::Date => {
-            format!("(({column})::pg_catalog.timestamp AT TIME ZONE {zone}::pg_catalog.text)")
-        }
-        ColumnKind::Number => format!(
-            "{ext}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
-            unit.name()
-        ),
-        ColumnKind::Other => {
-            return Err(format!(
-                "column {column} no longer exists or can no longer hold a point in time"
-            ))
-        }
-    })
-}
-
-/// `<reference> < now() - $1 [AND <filter>]`: whether a row is expired (`expire_after`, the
-/// parameter `$1 interval` in our statements), qualified like [`reference_expr`]; `filter` is the qualified filter
-/// of the TTL index (see [`crate::filter`]), also part of the index predicate, so the planner
-/// proves the partial index usable. `OPERATOR()` binds left to right at one precedence, hence
-/// the parentheses.
-pub fn expired_condition(reference: &str, filter: Option<&str>, expire_after: &str) -> String {
-    let filter = filter.map_or(String::new(), |filter| format!(" AND {filter}"));
-    format!(
-        "{reference} OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) {expire_after}){filter}"
-    )
-}
-
-/// The predicate of a TTL index: its reference time is known, and its filter holds.
-pub fn index_predicate(reference: &str, filter: Option<&str>) -> String {
-    let filter = filter.map_or(String::new(), |filter| format!(" AND {filter}"));
-    format!("{reference} IS NOT NULL{filter}")
 }
 
 /// `index` with the names its table and column have now, from the system caches; `None` when
@@ -431,8 +343,9 @@ fn index_ready_sql(name: &str) -> String {
     )
 }
 
-/// Loads the TTL index of `table` (the table it was created on), or all of them.
-pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
+/// The query of [`load`] (`$1`: the table, or NULL for all): one row per target of `scope`,
+/// in the columns [`from_row`] reads.
+fn load_sql(ext: &Extension, scope: Scope) -> String {
     let target = match scope {
         Scope::Entries => "(SELECT t.table_oid::pg_catalog.oid AS relid)".to_string(),
         Scope::Targets => format!(
@@ -444,7 +357,7 @@ pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> 
     let row_ready = index_ready_sql(
         "pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text",
     );
-    let sql = format!(
+    format!(
         "SELECT l.relid, \
                 pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
                   OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text), \
@@ -489,67 +402,75 @@ pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> 
                AND a.attname OPERATOR(pg_catalog.=) t.column_name AND NOT a.attisdropped \
          WHERE $1 IS NULL OR t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
          ORDER BY t.table_oid::pg_catalog.oid, l.relid"
-    );
+    )
+}
+
+/// One row of [`load_sql`] as a TTL index (its `part` [`Part::Whole`]).
+fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
+    let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
+    let oid = |i| row.get::<Oid>(i).ok().flatten().unwrap_or_default();
+    TtlIndex {
+        table: oid(1),
+        qualified_table: text(2),
+        display_name: text(3),
+        owner: oid(4),
+        resolved: Resolved {
+            column: text(5),
+            kind: kind_of_type(oid(6)),
+            json_path: row.get::<Vec<String>>(7).ok().flatten().unwrap_or_default(),
+        },
+        path: text(8),
+        expire_after: row
+            .get::<Interval>(9)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Interval::from_micros(0)),
+        unit: NumericUnit::from_name(&text(10)).unwrap_or(NumericUnit::Seconds),
+        index_name: text(11),
+        root: oid(12),
+        attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
+        foreign: text(14) == "f",
+        time_zone: row.get::<String>(15).ok().flatten(),
+        index_ready: row.get::<bool>(16).ok().flatten().unwrap_or(false),
+        paused: row.get::<bool>(17).ok().flatten().unwrap_or(false),
+        brake_released: row.get::<bool>(18).ok().flatten().unwrap_or(false),
+        brake_available: row.get::<bool>(19).ok().flatten().unwrap_or(false),
+        filter_sql: row.get::<String>(20).ok().flatten(),
+        touch: row.get::<bool>(21).ok().flatten().unwrap_or(false),
+        hide_expired: row.get::<bool>(22).ok().flatten().unwrap_or(false),
+        hide_enabled_row_security: row.get::<bool>(23).ok().flatten().unwrap_or(false),
+        row_ttl: row.get::<String>(24).ok().flatten().map(|path| RowTtl {
+            path,
+            resolved: Resolved {
+                column: text(25),
+                kind: kind_of_type(oid(28)),
+                json_path: row
+                    .get::<Vec<String>>(26)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default(),
+            },
+            index_name: text(27),
+            index_ready: row.get::<bool>(29).ok().flatten().unwrap_or(false),
+        }),
+        part: Part::Whole,
+        drop_partitions: row
+            .get::<String>(30)
+            .ok()
+            .flatten()
+            .and_then(|mode| PartitionMode::from_name(&mode)),
+    }
+}
+
+/// Loads the TTL index of `table` (the table it was created on), or all of them.
+pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
+    let sql = load_sql(ext, scope);
     Spi::connect(|client| {
         let table_arg: Option<Oid> = table;
         client
             .select(&sql, None, &[table_arg.into()])
             .expect("the TTL catalog is readable")
-            .map(|row| {
-                let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
-                let oid = |i| row.get::<Oid>(i).ok().flatten().unwrap_or_default();
-                TtlIndex {
-                    table: oid(1),
-                    qualified_table: text(2),
-                    display_name: text(3),
-                    owner: oid(4),
-                    resolved: Resolved {
-                        column: text(5),
-                        kind: kind_of_type(oid(6)),
-                        json_path: row.get::<Vec<String>>(7).ok().flatten().unwrap_or_default(),
-                    },
-                    path: text(8),
-                    expire_after: row
-                        .get::<Interval>(9)
-                        .ok()
-                        .flatten()
-                        .unwrap_or_else(|| Interval::from_micros(0)),
-                    unit: NumericUnit::from_name(&text(10)).unwrap_or(NumericUnit::Seconds),
-                    index_name: text(11),
-                    root: oid(12),
-                    attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
-                    foreign: text(14) == "f",
-                    time_zone: row.get::<String>(15).ok().flatten(),
-                    index_ready: row.get::<bool>(16).ok().flatten().unwrap_or(false),
-                    paused: row.get::<bool>(17).ok().flatten().unwrap_or(false),
-                    brake_released: row.get::<bool>(18).ok().flatten().unwrap_or(false),
-                    brake_available: row.get::<bool>(19).ok().flatten().unwrap_or(false),
-                    filter_sql: row.get::<String>(20).ok().flatten(),
-                    touch: row.get::<bool>(21).ok().flatten().unwrap_or(false),
-                    hide_expired: row.get::<bool>(22).ok().flatten().unwrap_or(false),
-                    hide_enabled_row_security: row.get::<bool>(23).ok().flatten().unwrap_or(false),
-                    row_ttl: row.get::<String>(24).ok().flatten().map(|path| RowTtl {
-                        path,
-                        resolved: Resolved {
-                            column: text(25),
-                            kind: kind_of_type(oid(28)),
-                            json_path: row
-                                .get::<Vec<String>>(26)
-                                .ok()
-                                .flatten()
-                                .unwrap_or_default(),
-                        },
-                        index_name: text(27),
-                        index_ready: row.get::<bool>(29).ok().flatten().unwrap_or(false),
-                    }),
-                    part: Part::Whole,
-                    drop_partitions: row
-                        .get::<String>(30)
-                        .ok()
-                        .flatten()
-                        .and_then(|mode| PartitionMode::from_name(&mode)),
-                }
-            })
+            .map(|row| from_row(&row))
             .flat_map(|index| match scope {
                 Scope::Entries => vec![index],
                 Scope::Targets => index.parts(),

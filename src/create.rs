@@ -6,7 +6,7 @@ use crate::extension::Extension;
 use crate::spec::{check_drop_partitions, refuse_duplicate, IndexSpec};
 use crate::table::{existing, set_column, ttl_index_of, Table};
 use crate::tracking::drop_recorded_index;
-use crate::{catalog, hide, owner, touch, tracking};
+use crate::{hide, owner, reference, touch, tracking};
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
@@ -20,7 +20,7 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
     }
     if spec.drop_partitions.is_some() {
         let reference =
-            catalog::reference_expr(ext, &spec.resolved, spec.unit, spec.zone.as_deref())
+            reference::reference_expr(ext, &spec.resolved, spec.unit, spec.zone.as_deref())
                 .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
         check_drop_partitions(
             table,

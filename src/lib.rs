@@ -61,6 +61,7 @@ pub mod partitions;
 pub mod planner;
 pub mod preload;
 pub mod preview;
+pub mod reference;
 pub mod registry;
 pub mod row_ttl;
 pub mod spec;

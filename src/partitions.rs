@@ -216,6 +216,42 @@ pub struct Visited {
 /// left for the next pass. The brake is checked first, on the estimated rows.
 pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
     let mut visited = Visited::default();
+    let Some((expired, total, root)) = list_expired(index) else {
+        return visited;
+    };
+    if expired.is_empty() {
+        return visited;
+    }
+    if let Some(reason) = brake_reason(index, &expired, total, &root) {
+        let paused = crate::txn::in_transaction(|| {
+            crate::brake::pause(ext, index.root, &reason);
+        });
+        if paused.is_ok() {
+            log!("jsonb_ttl: {reason}");
+            visited.paused = true;
+        }
+        return visited;
+    }
+    let gone = drop_all(index, mode, &root, &expired, &mut visited.busy);
+    for partition in gone {
+        log!(
+            "jsonb_ttl: {} partition {} of {root}: about {:.0} expired rows",
+            match mode {
+                Mode::Drop => "dropped",
+                Mode::Detach => "detached",
+            },
+            partition.qualified,
+            partition.rows
+        );
+        visited.gone.push(partition.oid);
+        visited.rows += partition.rows;
+    }
+    visited
+}
+
+/// The expired partitions of `index`'s table, about how many rows the table has, and its
+/// qualified name; `None` when they cannot be listed (logged) or the table is gone.
+fn list_expired(index: &TtlIndex) -> Option<(Vec<Expired>, f64, String)> {
     let listed = crate::txn::in_transaction(|| {
         let (expired, total) = expired(index);
         let root = Spi::get_one_with_args::<String>(
@@ -230,51 +266,55 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
         .flatten();
         (expired, total, root)
     });
-    let (expired, total, Some(root)) = (match listed {
-        Ok(listed) => listed,
+    match listed {
+        Ok((expired, total, Some(root))) => Some((expired, total, root)),
+        Ok(_) => None,
         Err(e) => {
             log!(
                 "jsonb_ttl: cannot list the expired partitions: {}",
                 e.message
             );
-            return visited;
+            None
         }
-    }) else {
-        return visited;
-    };
-    if expired.is_empty() {
-        return visited;
     }
+}
+
+/// Why the brake pauses `index` rather than drop `expired` (of a table of about `total` rows,
+/// `root`), if it does.
+fn brake_reason(index: &TtlIndex, expired: &[Expired], total: f64, root: &str) -> Option<String> {
     let rows: f64 = expired.iter().map(|p| p.rows).sum();
     let fraction = crate::gucs::MAX_TABLE_FRACTION.get();
     let limit = crate::brake::limit(total, fraction, crate::gucs::BRAKE_MIN_ROWS.get() as i64);
-    if !index.brake_released && limit.is_some_and(|limit| rows > limit as f64) {
-        let reason = format!(
+    (!index.brake_released && limit.is_some_and(|limit| rows > limit as f64)).then(|| {
+        format!(
             "paused by the safety brake: {} expired partitions of {root} hold about {rows:.0} of \
              about {total:.0} rows (jsonb_ttl.max_table_fraction = {fraction}); check expire_after \
              and the clock, then SELECT ttl_index_resume('{}')",
             expired.len(),
             root.replace('\'', "''")
-        );
-        let paused = crate::txn::in_transaction(|| {
-            crate::brake::pause(ext, index.root, &reason);
-        });
-        if paused.is_ok() {
-            log!("jsonb_ttl: {reason}");
-            visited.paused = true;
-        }
-        return visited;
-    }
-    // All in one transaction, one DROP TABLE for all of them, one commit; when that fails
-    // (a partition someone else owns…), one by one, so one partition cannot hold up the rest.
-    let together = crate::txn::in_transaction(|| drop_locked(index, mode, &root, &expired));
-    let gone: Vec<&Expired> = match together {
+        )
+    })
+}
+
+/// Drops (or detaches) `expired`: all in one transaction, one DROP TABLE for all of them, one
+/// commit; when that fails (a partition someone else owns…), one by one, so one partition
+/// cannot hold up the rest. The partitions gone; those whose locks were busy go to `busy`.
+fn drop_all<'a>(
+    index: &TtlIndex,
+    mode: Mode,
+    root: &str,
+    expired: &'a [Expired],
+    busy: &mut Vec<Oid>,
+) -> Vec<&'a Expired> {
+    let together = crate::txn::in_transaction(|| drop_locked(index, mode, root, expired));
+    match together {
         Ok(gone) => {
-            visited.busy = expired
-                .iter()
-                .filter(|p| !gone.iter().any(|g| g.oid == p.oid))
-                .map(|p| p.oid)
-                .collect();
+            busy.extend(
+                expired
+                    .iter()
+                    .filter(|p| !gone.iter().any(|g| g.oid == p.oid))
+                    .map(|p| p.oid),
+            );
             gone
         }
         Err(e) if expired.len() == 1 => {
@@ -290,9 +330,9 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
             .iter()
             .filter(|partition| {
                 let one = std::slice::from_ref(*partition);
-                match crate::txn::in_transaction(|| drop_locked(index, mode, &root, one)) {
+                match crate::txn::in_transaction(|| drop_locked(index, mode, root, one)) {
                     Ok(gone) if gone.is_empty() => {
-                        visited.busy.push(partition.oid);
+                        busy.push(partition.oid);
                         false
                     }
                     Ok(_) => true,
@@ -308,19 +348,5 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
                 }
             })
             .collect(),
-    };
-    for partition in gone {
-        log!(
-            "jsonb_ttl: {} partition {} of {root}: about {:.0} expired rows",
-            match mode {
-                Mode::Drop => "dropped",
-                Mode::Detach => "detached",
-            },
-            partition.qualified,
-            partition.rows
-        );
-        visited.gone.push(partition.oid);
-        visited.rows += partition.rows;
     }
-    visited
 }

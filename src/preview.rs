@@ -9,7 +9,7 @@
 //! the owner's code, so that query runs as the owner, for a caller who may read the table and
 //! to whom row security does not apply.
 
-use crate::catalog::{self, Part, Scope};
+use crate::catalog::{self, Part, Scope, TtlIndex};
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::owner;
@@ -42,48 +42,8 @@ fn ttl_expire_preview(
     let tbl = required(tbl, "tbl");
     let at = required(at, "at");
     let ext = Extension::current();
-    let Some(index) = catalog::load(&ext, Some(tbl), Scope::Entries)
-        .into_iter()
-        .next()
-    else {
-        let name = Spi::get_one_with_args::<String>(
-            "SELECT $1::pg_catalog.regclass::pg_catalog.text",
-            &[tbl.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| tbl.to_u32().to_string());
-        raise(
-            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("table {name} has no TTL index"),
-            "Create one with ttl_index_create().",
-        )
-    };
-    let reference = index.base_reference(&ext).unwrap_or_else(|e| error!("{e}"));
-    // each part of a TTL index with a per-row TTL field (see crate::row_ttl), or the whole;
-    // the part with a TTL of its own is keyed on its expiry, with no expire_after
-    let parts = match index.row_ttl {
-        Some(_) => index.clone().parts(),
-        None => vec![index.clone()],
-    };
-    let expired = parts
-        .iter()
-        .map(|part| {
-            let key = part.reference(&ext).unwrap_or_else(|e| error!("{e}"));
-            let cutoff = match part.part {
-                Part::OwnTtl => "$1",
-                _ => "($1 OPERATOR(pg_catalog.-) $2)",
-            };
-            format!("({})", part.before(&ext, &key, cutoff))
-        })
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    // the table itself, partitions included: the TTL index of a partitioned table covers them
-    let sql = format!(
-        "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
-         FROM {} WHERE {expired}",
-        index.qualified_table
-    );
+    let index = entry_of(&ext, tbl);
+    let sql = preview_sql(&ext, &index);
     let expire_after: Interval = index.expire_after;
     let query = || {
         Spi::get_three_with_args::<i64, TimestampWithTimeZone, TimestampWithTimeZone>(
@@ -95,35 +55,91 @@ fn ttl_expire_preview(
     let row = match index.filter_sql {
         None => query(),
         // The filter is the owner's code (functions, operators): it runs as the owner, never as
-        // the caller, who may be a superuser. So the caller must be able to read the table, and
-        // row security must not apply to them (the owner's view would show what it hides).
-        Some(_) => {
-            let access = Spi::get_two_with_args::<bool, bool>(
-                "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
-                        pg_catalog.row_security_active($1)",
-                &[tbl.into()],
-            );
-            let Ok((Some(true), Some(row_security))) = access else {
-                raise(
-                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    format!("permission denied for table {}", index.display_name),
-                    "ttl_expire_preview reads the table: it needs SELECT on it.",
-                )
-            };
-            unsafe { pgrx::pg_sys::LockRelationOid(tbl, pgrx::pg_sys::AccessShareLock as _) };
-            let owner = owner::table_owner(tbl).unwrap_or_else(|| error!("jsonb_ttl: no table"));
-            if row_security && !owner::has_privileges_of(owner) {
-                raise(
-                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    format!(
-                        "row security applies to you on {}: its filtered TTL index is previewed by its owner only",
-                        index.display_name
-                    ),
-                    "The filter runs as the table's owner, who sees rows your policies hide.",
-                )
-            }
-            owner::as_table_owner(owner, &[], query)
-        }
+        // the caller, who may be a superuser.
+        Some(_) => owner::as_table_owner(owner_for_filter(tbl, &index), &[], query),
     };
     TableIterator::once((row.0.unwrap_or(0), row.1, row.2))
+}
+
+/// The TTL index of `tbl`, or an error saying it has none.
+fn entry_of(ext: &Extension, tbl: Oid) -> TtlIndex {
+    if let Some(index) = catalog::load(ext, Some(tbl), Scope::Entries)
+        .into_iter()
+        .next()
+    {
+        return index;
+    }
+    let name = Spi::get_one_with_args::<String>(
+        "SELECT $1::pg_catalog.regclass::pg_catalog.text",
+        &[tbl.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| tbl.to_u32().to_string());
+    raise(
+        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+        format!("table {name} has no TTL index"),
+        "Create one with ttl_index_create().",
+    )
+}
+
+/// The preview's query (`$1` at, `$2` expire_after): the count, oldest and newest reference
+/// times of the rows expired at `$1`.
+fn preview_sql(ext: &Extension, index: &TtlIndex) -> String {
+    let reference = index.base_reference(ext).unwrap_or_else(|e| error!("{e}"));
+    // each part of a TTL index with a per-row TTL field (see crate::row_ttl), or the whole;
+    // the part with a TTL of its own is keyed on its expiry, with no expire_after
+    let parts = match index.row_ttl {
+        Some(_) => index.clone().parts(),
+        None => vec![index.clone()],
+    };
+    let expired = parts
+        .iter()
+        .map(|part| {
+            let key = part.reference(ext).unwrap_or_else(|e| error!("{e}"));
+            let cutoff = match part.part {
+                Part::OwnTtl => "$1",
+                _ => "($1 OPERATOR(pg_catalog.-) $2)",
+            };
+            format!("({})", part.before(ext, &key, cutoff))
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    // the table itself, partitions included: the TTL index of a partitioned table covers them
+    format!(
+        "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
+         FROM {} WHERE {expired}",
+        index.qualified_table
+    )
+}
+
+/// The owner of `tbl`, as whom the preview of its filtered TTL index runs: the caller must be
+/// able to read the table, and row security must not apply to them (the owner's view would
+/// show what it hides), or this raises.
+fn owner_for_filter(tbl: Oid, index: &TtlIndex) -> Oid {
+    let access = Spi::get_two_with_args::<bool, bool>(
+        "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
+                pg_catalog.row_security_active($1)",
+        &[tbl.into()],
+    );
+    let Ok((Some(true), Some(row_security))) = access else {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied for table {}", index.display_name),
+            "ttl_expire_preview reads the table: it needs SELECT on it.",
+        )
+    };
+    unsafe { pgrx::pg_sys::LockRelationOid(tbl, pgrx::pg_sys::AccessShareLock as _) };
+    let owner = owner::table_owner(tbl).unwrap_or_else(|| error!("jsonb_ttl: no table"));
+    if row_security && !owner::has_privileges_of(owner) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "row security applies to you on {}: its filtered TTL index is previewed by its owner only",
+                index.display_name
+            ),
+            "The filter runs as the table's owner, who sees rows your policies hide.",
+        )
+    }
+    owner
 }

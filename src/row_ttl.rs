@@ -45,7 +45,7 @@ fn ttl_expires_at(reference: TimestampWithTimeZone, seconds: f64) -> Option<Time
     TimestampWithTimeZone::try_from(expires_at(micros, seconds)?).ok()
 }
 
-/// `ttl_row_seconds(<the row's TTL field>)`, qualified like [`catalog::reference_expr`].
+/// `ttl_row_seconds(<the row's TTL field>)`, qualified like [`crate::reference::reference_expr`].
 pub fn seconds_expr(ext: &Extension, field: &Resolved) -> Result<String, String> {
     let column = quote_identifier(&field.column);
     let value = match field.kind {

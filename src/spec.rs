@@ -230,7 +230,7 @@ fn column_time_zone(time_zone: Option<&str>) -> String {
     }
 }
 
-/// The zone stored with a TTL index on `kind` (see [`catalog::reference_expr`]): a `timestamp`
+/// The zone stored with a TTL index on `kind` (see [`crate::reference::reference_expr`]): a `timestamp`
 /// or `date` column is always read in one; JSON strings without an offset are read as UTC
 /// unless a zone is given; the other kinds hold absolute times and take none.
 pub(crate) fn index_time_zone(kind: ColumnKind, time_zone: Option<&str>) -> Option<String> {
