@@ -145,14 +145,28 @@ pub fn statements(
             )],
         };
     }
+    tree_statements(&members, exists, &root_index, index_name, suffix, &on)
+}
+
+/// The statements of [`statements`] for a partitioned table: an index `ON ONLY` each parent
+/// without one, a concurrent build on each leaf without one, then the `ATTACH PARTITION`
+/// steps, from the leaves up.
+fn tree_statements(
+    members: &[Member],
+    exists: bool,
+    root_index: &str,
+    index_name: &str,
+    suffix: &str,
+    on: &dyn Fn(&Member) -> String,
+) -> Vec<String> {
     let mut creates = Vec::new();
     let mut attaches = Vec::new();
     // the index of each member in the tree: existing, or named here
     let mut names: Vec<(Oid, String)> = Vec::new();
-    for m in &members {
+    for m in members {
         let index = match (&m.index, m.parent) {
             (Some(index), _) => index.clone(),
-            (None, None) if exists => root_index.clone(),
+            (None, None) if exists => root_index.to_string(),
             _ if m.foreign => continue, // no index on a foreign table
             (None, parent) => {
                 let name = match parent {

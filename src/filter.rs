@@ -256,133 +256,148 @@ fn list(table: Oid, args: *mut pg_sys::List) -> Result<Vec<String>, String> {
 }
 
 /// `expr` written out qualified down to its operators, casts and functions; `Err` names what
-/// cannot be written so.
+/// cannot be written so. One function a node kind, each only for its kind.
 fn qualified(table: Oid, expr: *mut pg_sys::Node) -> Result<String, String> {
     if expr.is_null() {
         return Err("an empty expression".into());
     }
     unsafe {
-        Ok(match (*expr).type_ {
-            NodeTag::T_Var => {
-                let var = &*(expr as *mut pg_sys::Var);
-                if var.varattno <= 0 {
-                    return Err("a system column or a whole-row reference".into());
-                }
-                quote_identifier(text(pg_sys::get_attname(table, var.varattno, false)))
-            }
-            NodeTag::T_Const => {
-                let c = &*(expr as *mut pg_sys::Const);
-                let typ = type_name(c.consttype, c.consttypmod);
-                if c.constisnull {
-                    format!("NULL::{typ}")
-                } else {
-                    let mut output = pg_sys::InvalidOid;
-                    let mut varlena = false;
-                    pg_sys::getTypeOutputInfo(c.consttype, &mut output, &mut varlena);
-                    let value = text(pg_sys::OidOutputFunctionCall(output, c.constvalue));
-                    format!("{}::{typ}", quote_literal(&value))
-                }
-            }
-            NodeTag::T_OpExpr => {
-                let op = &*(expr as *mut pg_sys::OpExpr);
-                let name = operator_name(op.opno)?;
-                match list(table, op.args)?.as_slice() {
-                    [left, right] => format!("({left} OPERATOR({name}) {right})"),
-                    [arg] => format!("(OPERATOR({name}) {arg})"),
-                    _ => return Err("an operator of this form".into()),
-                }
-            }
-            NodeTag::T_ScalarArrayOpExpr => {
-                let op = &*(expr as *mut pg_sys::ScalarArrayOpExpr);
-                let name = operator_name(op.opno)?;
-                let quantifier = if op.useOr { "ANY" } else { "ALL" };
-                match list(table, op.args)?.as_slice() {
-                    [left, right] => format!("({left} OPERATOR({name}) {quantifier} ({right}))"),
-                    _ => return Err("an operator of this form".into()),
-                }
-            }
-            NodeTag::T_FuncExpr => {
-                let func = &*(expr as *mut pg_sys::FuncExpr);
-                let name = qualified_name("pg_proc", "proname", "pronamespace", func.funcid)?;
-                let mut args = list(table, func.args)?;
-                if func.funcvariadic {
-                    if let Some(last) = args.last_mut() {
-                        *last = format!("VARIADIC {last}");
-                    }
-                }
-                format!("{name}({})", args.join(", "))
-            }
-            NodeTag::T_BoolExpr => {
-                let b = &*(expr as *mut pg_sys::BoolExpr);
-                let args = list(table, b.args)?;
-                match b.boolop {
-                    pg_sys::BoolExprType::AND_EXPR => format!("({})", args.join(" AND ")),
-                    pg_sys::BoolExprType::OR_EXPR => format!("({})", args.join(" OR ")),
-                    _ => format!("(NOT {})", args.join("")),
-                }
-            }
-            NodeTag::T_NullTest => {
-                let t = &*(expr as *mut pg_sys::NullTest);
-                let arg = qualified(table, t.arg.cast())?;
-                match t.nulltesttype {
-                    pg_sys::NullTestType::IS_NULL => format!("({arg} IS NULL)"),
-                    _ => format!("({arg} IS NOT NULL)"),
-                }
-            }
-            NodeTag::T_BooleanTest => {
-                let t = &*(expr as *mut pg_sys::BooleanTest);
-                let arg = qualified(table, t.arg.cast())?;
-                let test = match t.booltesttype {
-                    pg_sys::BoolTestType::IS_TRUE => "IS TRUE",
-                    pg_sys::BoolTestType::IS_NOT_TRUE => "IS NOT TRUE",
-                    pg_sys::BoolTestType::IS_FALSE => "IS FALSE",
-                    pg_sys::BoolTestType::IS_NOT_FALSE => "IS NOT FALSE",
-                    pg_sys::BoolTestType::IS_UNKNOWN => "IS UNKNOWN",
-                    _ => "IS NOT UNKNOWN",
-                };
-                format!("({arg} {test})")
-            }
+        match (*expr).type_ {
+            NodeTag::T_Var => var(table, &*expr.cast()),
+            NodeTag::T_Const => Ok(constant(&*expr.cast())),
+            NodeTag::T_OpExpr => op_expr(table, &*expr.cast()),
+            NodeTag::T_ScalarArrayOpExpr => scalar_array_op_expr(table, &*expr.cast()),
+            NodeTag::T_FuncExpr => func_expr(table, &*expr.cast()),
+            NodeTag::T_BoolExpr => bool_expr(table, &*expr.cast()),
+            NodeTag::T_NullTest => null_test(table, &*expr.cast()),
+            NodeTag::T_BooleanTest => boolean_test(table, &*expr.cast()),
             NodeTag::T_RelabelType => {
-                let r = &*(expr as *mut pg_sys::RelabelType);
+                let r: &pg_sys::RelabelType = &*expr.cast();
                 let arg = qualified(table, r.arg.cast())?;
-                format!("({arg})::{}", type_name(r.resulttype, r.resulttypmod))
+                Ok(format!(
+                    "({arg})::{}",
+                    type_name(r.resulttype, r.resulttypmod)
+                ))
             }
             NodeTag::T_CoerceViaIO => {
-                let c = &*(expr as *mut pg_sys::CoerceViaIO);
+                let c: &pg_sys::CoerceViaIO = &*expr.cast();
                 let arg = qualified(table, c.arg.cast())?;
-                format!("({arg})::{}", type_name(c.resulttype, -1))
+                Ok(format!("({arg})::{}", type_name(c.resulttype, -1)))
             }
-            NodeTag::T_CollateExpr => {
-                let c = &*(expr as *mut pg_sys::CollateExpr);
-                let arg = qualified(table, c.arg.cast())?;
-                let collation =
-                    qualified_name("pg_collation", "collname", "collnamespace", c.collOid)?;
-                format!("({arg} COLLATE {collation})")
-            }
+            NodeTag::T_CollateExpr => collate_expr(table, &*expr.cast()),
             NodeTag::T_CoalesceExpr => {
-                let c = &*(expr as *mut pg_sys::CoalesceExpr);
-                format!("COALESCE({})", list(table, c.args)?.join(", "))
+                let c: &pg_sys::CoalesceExpr = &*expr.cast();
+                Ok(format!("COALESCE({})", list(table, c.args)?.join(", ")))
             }
-            NodeTag::T_ArrayExpr => {
-                let a = &*(expr as *mut pg_sys::ArrayExpr);
-                if a.multidims {
-                    return Err("a multidimensional ARRAY[…]".into());
-                }
-                format!(
-                    "ARRAY[{}]::{}",
-                    list(table, a.elements)?.join(", "),
-                    type_name(a.array_typeid, -1)
-                )
-            }
+            NodeTag::T_ArrayExpr => array_expr(table, &*expr.cast()),
             other => {
                 let kind = format!("{other:?}");
-                return Err(format!(
+                Err(format!(
                     "this kind of expression ({})",
                     kind.trim_start_matches("T_")
-                ));
+                ))
             }
-        })
+        }
     }
+}
+
+fn var(table: Oid, var: &pg_sys::Var) -> Result<String, String> {
+    if var.varattno <= 0 {
+        return Err("a system column or a whole-row reference".into());
+    }
+    Ok(quote_identifier(text(unsafe {
+        pg_sys::get_attname(table, var.varattno, false)
+    })))
+}
+
+fn constant(c: &pg_sys::Const) -> String {
+    let typ = type_name(c.consttype, c.consttypmod);
+    if c.constisnull {
+        return format!("NULL::{typ}");
+    }
+    let mut output = pg_sys::InvalidOid;
+    let mut varlena = false;
+    let value = unsafe {
+        pg_sys::getTypeOutputInfo(c.consttype, &mut output, &mut varlena);
+        text(pg_sys::OidOutputFunctionCall(output, c.constvalue))
+    };
+    format!("{}::{typ}", quote_literal(&value))
+}
+
+fn op_expr(table: Oid, op: &pg_sys::OpExpr) -> Result<String, String> {
+    let name = operator_name(op.opno)?;
+    match list(table, op.args)?.as_slice() {
+        [left, right] => Ok(format!("({left} OPERATOR({name}) {right})")),
+        [arg] => Ok(format!("(OPERATOR({name}) {arg})")),
+        _ => Err("an operator of this form".into()),
+    }
+}
+
+fn scalar_array_op_expr(table: Oid, op: &pg_sys::ScalarArrayOpExpr) -> Result<String, String> {
+    let name = operator_name(op.opno)?;
+    let quantifier = if op.useOr { "ANY" } else { "ALL" };
+    match list(table, op.args)?.as_slice() {
+        [left, right] => Ok(format!("({left} OPERATOR({name}) {quantifier} ({right}))")),
+        _ => Err("an operator of this form".into()),
+    }
+}
+
+fn func_expr(table: Oid, func: &pg_sys::FuncExpr) -> Result<String, String> {
+    let name = qualified_name("pg_proc", "proname", "pronamespace", func.funcid)?;
+    let mut args = list(table, func.args)?;
+    if func.funcvariadic {
+        if let Some(last) = args.last_mut() {
+            *last = format!("VARIADIC {last}");
+        }
+    }
+    Ok(format!("{name}({})", args.join(", ")))
+}
+
+fn bool_expr(table: Oid, b: &pg_sys::BoolExpr) -> Result<String, String> {
+    let args = list(table, b.args)?;
+    Ok(match b.boolop {
+        pg_sys::BoolExprType::AND_EXPR => format!("({})", args.join(" AND ")),
+        pg_sys::BoolExprType::OR_EXPR => format!("({})", args.join(" OR ")),
+        _ => format!("(NOT {})", args.join("")),
+    })
+}
+
+fn null_test(table: Oid, t: &pg_sys::NullTest) -> Result<String, String> {
+    let arg = qualified(table, t.arg.cast())?;
+    Ok(match t.nulltesttype {
+        pg_sys::NullTestType::IS_NULL => format!("({arg} IS NULL)"),
+        _ => format!("({arg} IS NOT NULL)"),
+    })
+}
+
+fn boolean_test(table: Oid, t: &pg_sys::BooleanTest) -> Result<String, String> {
+    let arg = qualified(table, t.arg.cast())?;
+    let test = match t.booltesttype {
+        pg_sys::BoolTestType::IS_TRUE => "IS TRUE",
+        pg_sys::BoolTestType::IS_NOT_TRUE => "IS NOT TRUE",
+        pg_sys::BoolTestType::IS_FALSE => "IS FALSE",
+        pg_sys::BoolTestType::IS_NOT_FALSE => "IS NOT FALSE",
+        pg_sys::BoolTestType::IS_UNKNOWN => "IS UNKNOWN",
+        _ => "IS NOT UNKNOWN",
+    };
+    Ok(format!("({arg} {test})"))
+}
+
+fn collate_expr(table: Oid, c: &pg_sys::CollateExpr) -> Result<String, String> {
+    let arg = qualified(table, c.arg.cast())?;
+    let collation = qualified_name("pg_collation", "collname", "collnamespace", c.collOid)?;
+    Ok(format!("({arg} COLLATE {collation})"))
+}
+
+fn array_expr(table: Oid, a: &pg_sys::ArrayExpr) -> Result<String, String> {
+    if a.multidims {
+        return Err("a multidimensional ARRAY[…]".into());
+    }
+    Ok(format!(
+        "ARRAY[{}]::{}",
+        list(table, a.elements)?.join(", "),
+        type_name(a.array_typeid, -1)
+    ))
 }
 
 /// The filter of the TTL index of `table`, read again from its index's predicate (which

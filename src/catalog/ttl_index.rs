@@ -1,0 +1,231 @@
+//! A TTL index as the worker and the API see it ([`TtlIndex`]): its table, its parts, its
+//! options, and the SQL conditions of its statements (built on [`crate::reference`]).
+
+use crate::error::raise;
+use crate::extension::Extension;
+use crate::reference;
+use jsonb_ttl_core::parse::NumericUnit;
+use jsonb_ttl_core::path::Resolved;
+use pgrx::datum::Interval;
+use pgrx::pg_sys::Oid;
+use pgrx::prelude::*;
+
+/// One TTL index, as the catalog and the system catalogs describe it now; loaded as a target
+/// (see [`Scope`]), one per leaf partition of a partitioned table.
+#[derive(Clone, Debug)]
+pub struct TtlIndex {
+    /// The table rows are deleted from (a leaf partition, or the table itself).
+    pub table: Oid,
+    /// The table the TTL index was created on (the catalog's key).
+    pub root: Oid,
+    /// `schema.table`, both quoted.
+    pub qualified_table: String,
+    /// The table's name as regclass prints it, for messages.
+    pub display_name: String,
+    pub owner: Oid,
+    pub resolved: Resolved,
+    /// The number of `resolved.column` in `table` (0 when it is gone): names change, it stays.
+    pub attnum: i16,
+    pub path: String,
+    pub expire_after: Interval,
+    pub unit: NumericUnit,
+    pub index_name: String,
+    /// The zone a `timestamp` or `date` column, or a JSON string without an offset, is read
+    /// in; `None` means UTC (see [`reference::reference_expr`]).
+    pub time_zone: Option<String>,
+    /// A foreign table (a partition of a partitioned table): never deleted from, since its
+    /// rows live behind a foreign data wrapper.
+    pub foreign: bool,
+    /// Whether `table` has the TTL index, valid and ready: a restore creates the index after
+    /// the catalog row, and a failed `CREATE INDEX CONCURRENTLY` leaves it invalid. The worker
+    /// never purges a table without it (it would scan the whole table, every pass).
+    pub index_ready: bool,
+    /// Paused by the safety brake (see [`crate::brake`]) until `ttl_index_resume()`.
+    pub paused: bool,
+    /// Released by `ttl_index_resume()` until a visit drains the table.
+    pub brake_released: bool,
+    /// Whether the catalog has the brake's columns (a database still at 0.1.0's SQL has not).
+    pub brake_available: bool,
+    /// Only rows this predicate holds for expire (see [`crate::filter`]): its qualified form.
+    pub filter_sql: Option<String>,
+    /// The reference attribute is kept at the time of the last write (see [`crate::touch`]).
+    pub touch: bool,
+    /// Expired rows are hidden by a row security policy (see [`crate::hide`]).
+    pub hide_expired: bool,
+    /// ... and row security was enabled for it, to be disabled with it.
+    pub hide_enabled_row_security: bool,
+    /// A per-row TTL field (see [`crate::row_ttl`]).
+    pub row_ttl: Option<RowTtl>,
+    /// Which rows of the table this target purges.
+    pub part: Part,
+    /// Expired partitions are dropped or detached whole (see [`crate::partitions`]).
+    pub drop_partitions: Option<PartitionMode>,
+}
+
+/// What the worker does with an expired partition (see [`crate::partitions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionMode {
+    Drop,
+    Detach,
+}
+
+impl PartitionMode {
+    /// `drop_partitions` as given: `'drop'` (or `'true'`, `'on'`), `'detach'`, or `'off'` (or
+    /// `'false'`, `'none'`: rows are deleted one by one, the default).
+    pub fn from_arg(arg: &str) -> Option<PartitionMode> {
+        match arg.trim().to_ascii_lowercase().as_str() {
+            "drop" | "true" | "on" | "yes" => Some(PartitionMode::Drop),
+            "detach" => Some(PartitionMode::Detach),
+            "off" | "false" | "no" | "none" => None,
+            _ => raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("drop_partitions must be 'drop', 'detach' or 'off', not {arg:?}"),
+                "'drop' drops an expired partition, 'detach' detaches it (to archive it), 'off' \
+                 deletes rows one by one.",
+            ),
+        }
+    }
+
+    /// As the catalog stores it.
+    pub fn from_name(name: &str) -> Option<PartitionMode> {
+        match name {
+            "drop" => Some(PartitionMode::Drop),
+            "detach" => Some(PartitionMode::Detach),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionMode::Drop => "drop",
+            PartitionMode::Detach => "detach",
+        }
+    }
+}
+
+/// A per-row TTL field: where it is, and the index over the rows that have one.
+#[derive(Clone, Debug)]
+pub struct RowTtl {
+    pub path: String,
+    pub resolved: Resolved,
+    pub index_name: String,
+    /// Whether `index_name` is valid and ready on this target's table.
+    pub index_ready: bool,
+}
+
+/// Which rows of a table a target purges: with a per-row TTL field, two targets share the
+/// table (see [`crate::row_ttl`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// Every row: no per-row TTL field (and every catalog entry, `Scope::Entries`).
+    Whole,
+    /// The rows without a TTL of their own, through the TTL index itself.
+    FallsBack,
+    /// The rows with a TTL of their own, through the per-row index, keyed on their expiry.
+    OwnTtl,
+}
+
+impl TtlIndex {
+    /// What the worker keys its prepared statements and brake checks by: the table, and the
+    /// part of its rows this target purges.
+    pub fn target(&self) -> (Oid, Part) {
+        (self.table, self.part)
+    }
+
+    /// The SQL expression of this TTL index's reference time (see [`reference::reference_expr`]); for
+    /// the rows with a TTL of their own, their expiry time (their `expire_after` is 0).
+    pub fn reference(&self, ext: &Extension) -> Result<String, String> {
+        let reference = self.base_reference(ext)?;
+        match (&self.row_ttl, self.part) {
+            (Some(row_ttl), Part::OwnTtl) => Ok(crate::row_ttl::expiry_expr(
+                ext,
+                &reference,
+                &crate::row_ttl::seconds_expr(ext, &row_ttl.resolved)?,
+            )),
+            _ => Ok(reference),
+        }
+    }
+
+    /// The reference time at the path, whatever the part.
+    pub fn base_reference(&self, ext: &Extension) -> Result<String, String> {
+        reference::reference_expr(ext, &self.resolved, self.unit, self.time_zone.as_deref())
+    }
+
+    /// The predicate that keeps the rows with a TTL of their own out of the rows that fall
+    /// back to `expire_after`, for that part (`" AND …"`), else nothing.
+    fn falls_back(&self, ext: &Extension) -> String {
+        match (&self.row_ttl, self.part) {
+            // When the field can no longer be read (its column dropped or retyped), no row falls
+            // back: `AND false` deletes nothing (rows with a TTL of their own, -1 included, must
+            // never go by expire_after), and the other part reports the error.
+            (Some(row_ttl), Part::FallsBack) => {
+                crate::row_ttl::seconds_expr(ext, &row_ttl.resolved)
+                    .map_or(" AND false".to_string(), |seconds| {
+                        format!(" AND {}", crate::row_ttl::falls_back(&seconds))
+                    })
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// Whether a row is expired, with the reference time `reference` (see
+    /// [`reference::expired_condition`]), this TTL index's filter, and for the rows that fall back to
+    /// `expire_after`, that they do.
+    pub fn expired(&self, ext: &Extension, reference: &str) -> String {
+        self.expired_after(ext, reference, "$1")
+    }
+
+    /// [`TtlIndex::expired`] with `expire_after` given as the SQL expression `expire_after`.
+    pub fn expired_after(&self, ext: &Extension, reference: &str, expire_after: &str) -> String {
+        format!(
+            "{}{}",
+            reference::expired_condition(reference, self.filter_sql.as_deref(), expire_after),
+            self.falls_back(ext)
+        )
+    }
+
+    /// Whether a row's `reference` is before the SQL expression `cutoff` (which says when
+    /// rows expire: `ttl_expire_preview`'s `at - expire_after`), with the filter, and for the
+    /// rows that fall back to `expire_after`, that they do.
+    pub fn before(&self, ext: &Extension, reference: &str, cutoff: &str) -> String {
+        let filter = self
+            .filter_sql
+            .as_ref()
+            .map_or(String::new(), |filter| format!(" AND {filter}"));
+        format!(
+            "{reference} OPERATOR(pg_catalog.<) {cutoff}{filter}{}",
+            self.falls_back(ext)
+        )
+    }
+
+    /// The predicate of this target's index (see [`reference::index_predicate`]).
+    pub fn predicate(&self, ext: &Extension, reference: &str) -> String {
+        format!(
+            "{}{}",
+            reference::index_predicate(reference, self.filter_sql.as_deref()),
+            self.falls_back(ext)
+        )
+    }
+
+    /// The targets of this entry: itself, or with a per-row TTL field its two parts (the
+    /// second one keyed on the expiry time, through its own index, expire_after 0).
+    pub(crate) fn parts(self) -> Vec<TtlIndex> {
+        let Some(row_ttl) = self.row_ttl.clone() else {
+            return vec![self];
+        };
+        let own = TtlIndex {
+            part: Part::OwnTtl,
+            index_name: row_ttl.index_name.clone(),
+            index_ready: row_ttl.index_ready,
+            expire_after: Interval::from_micros(0),
+            ..self.clone()
+        };
+        vec![
+            TtlIndex {
+                part: Part::FallsBack,
+                ..self
+            },
+            own,
+        ]
+    }
+}
