@@ -5,7 +5,7 @@
 //! is not a point in time we accept. `None` never means "error": a value that does not parse is
 //! simply not indexed and never expires.
 //!
-//! The accepted string grammar (documented in the README):
+//! The accepted string grammar (documented in docs/functions.md, "What counts as a point in time"):
 //!
 //! ```text
 //! date      = YYYY "-" MM "-" DD

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Attacks from the security issue, one per rule of the README's security model that the
+# Attacks from the security issue, one per rule of docs/security.md's model that the
 # release before it broke. Ordinary login roles that may create in a shared schema:
 #   A. a victim's index dropped by name: alice points her per-row TTL index's recorded name at
 #      carol's index (rename it to carol's name, drop it, move her table next to carol's), then
