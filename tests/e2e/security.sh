@@ -162,7 +162,7 @@ refill="INSERT INTO e.t SELECT g, jsonb_build_object('at', '2019-01-01') FROM ge
 expect_eq "the superuser's session kept its own settings" "5|\"\$user\", public|off" \
   "$(q sec -c "$refill" -c "SELECT ttl_expire_now()" -c "SHOW search_path" -c "SHOW default_transaction_read_only" | paste -sd'|')"
 # (A session-level advisory lock her trigger takes stays in the caller's session: accepted, see
-# the README's security model; the worker releases them after every batch, checked below.)
+# docs/security.md's other rules; the worker releases them after every batch, checked below.)
 
 echo "-- 3. the worker visits mallory's leaking table, then alice's"
 q sec -v ON_ERROR_STOP=1 <<'SQL'
