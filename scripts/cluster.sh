@@ -43,8 +43,9 @@ start)
       for line in "$@"; do echo "$line"; done
     } >>"$dir/data/postgresql.conf"
   fi
-  # No RUST_BACKTRACE in the server: error DETAILs stay free of Rust backtraces.
-  env -u RUST_BACKTRACE runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+  # RUST_BACKTRACE=1 as on a developer's machine: the library keeps error DETAILs free of Rust
+  # backtraces by itself (lib.rs, quiet_rust_backtraces), and every test runs so.
+  env -u RUST_LIB_BACKTRACE RUST_BACKTRACE=1 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   ;;
 stop)
   # A stale postmaster.pid (a crashed or killed server) is not an error here.

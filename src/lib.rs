@@ -87,6 +87,7 @@ pgrx::extension_sql_file!("../sql/api.sql", name = "api", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    quiet_rust_backtraces();
     gucs::register();
     planner::install();
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
@@ -101,6 +102,17 @@ pub extern "C-unwind" fn _PG_init() {
         deadline::init();
         hooks::install();
         launcher::register();
+    }
+}
+
+/// Errors reach users without a Rust backtrace in their DETAIL, even when the server runs with
+/// `RUST_BACKTRACE` set in its environment (pgrx captures one for every error raised through a
+/// panic, and std reads `RUST_LIB_BACKTRACE` before `RUST_BACKTRACE`). Whoever wants them sets
+/// `RUST_LIB_BACKTRACE=1` explicitly.
+fn quiet_rust_backtraces() {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // _PG_init runs before any thread of ours, in the postmaster or a backend
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
     }
 }
 

@@ -47,6 +47,13 @@ eventually_eq "ttl_statistics() counts the server's removals" 1 1000 db_a "SELEC
 expect_eq "workers show in pg_stat_activity with their database" "db_a,db_b" \
   "$(q postgres -c "SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker' AND datname LIKE 'db_%'")"
 expect_eq "one launcher" 1 "$(q postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl launcher'")"
+# The server runs with RUST_BACKTRACE=1 (scripts/cluster.sh): errors still carry no backtrace
+# (this error is allowed in the server log below).
+expect_eq "the server's environment has RUST_BACKTRACE=1" 1 \
+  "$(runuser -u postgres -- cat "/proc/$(head -1 "$CLUSTER_DIR/data/postmaster.pid")/environ" | tr '\0' '\n' | grep -c '^RUST_BACKTRACE=1$')"
+err=$(q db_a -v VERBOSITY=verbose -c "SELECT ttl_timestamp('{}'::jsonb, 'no such unit')" 2>&1 || true)
+expect_eq "an error says what is wrong" 1 "$(echo "$err" | grep -c 'ERROR')"
+expect_eq "and carries no Rust backtrace" 0 "$(echo "$err" | grep -cE 'backtrace|rust_begin_unwind|^ +[0-9]+: ')"
 
 echo "== max_table_removes caps each pass; batch_size bounds rows per transaction"
 set_guc jsonb_ttl.max_table_removes 1000
@@ -325,6 +332,7 @@ q template1 -c "DROP EXTENSION jsonb_ttl"
 # database's lock (docs/worker.md). Anything else is a bug.
 unexpected=$(grep -E 'ERROR|FATAL|PANIC' "$CLUSTER_DIR/server.log" \
   | grep -v -e 'terminating background worker "jsonb_ttl worker" due to administrator command' \
-               -e 'jsonb_ttl worker  FATAL:  database [0-9]* does not exist' || true)
+               -e 'jsonb_ttl worker  FATAL:  database [0-9]* does not exist' \
+               -e 'ERROR:  invalid numeric_unit "no such unit"' || true)
 expect_eq "no other error in the server log" "" "$unexpected"
 finish
