@@ -91,6 +91,14 @@ pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
 
 /// Registers every GUC. Called from `_PG_init`, whether preloaded or loaded on first use.
 pub fn register() {
+    register_pass();
+    register_batches();
+    register_brake();
+    register_workers();
+}
+
+/// The pass: whether the worker deletes, how often, and how many rows a pass may remove.
+fn register_pass() {
     GucRegistry::define_bool_guc(
         c"jsonb_ttl.enabled",
         c"Whether the jsonb_ttl background worker removes expired rows.",
@@ -129,6 +137,10 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::default(),
     );
+}
+
+/// The batches: their size and time, their commit, their rate and their lock waits.
+fn register_batches() {
     GucRegistry::define_int_guc(
         c"jsonb_ttl.batch_size",
         c"The most rows one jsonb_ttl delete transaction removes.",
@@ -177,6 +189,10 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
+}
+
+/// The safety brake.
+fn register_brake() {
     GucRegistry::define_float_guc(
         c"jsonb_ttl.max_table_fraction",
         c"The most of a table one jsonb_ttl pass may remove before the TTL index is paused.",
@@ -197,6 +213,10 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::default(),
     );
+}
+
+/// The workers: how many run at once, and how long one batch may hold one.
+fn register_workers() {
     GucRegistry::define_int_guc(
         c"jsonb_ttl.max_workers",
         c"Per-database jsonb_ttl workers running at once.",

@@ -8,6 +8,8 @@
 //! `max(frequency, 1 s)` and leaves those without the extension alone until CREATE EXTENSION
 //! wakes it (or `REPROBE_WITHOUT_EXTENSION` passes, a safety net).
 
+mod rotation;
+
 use crate::{gucs, registry};
 use pgrx::bgworkers::{
     BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, DynamicBackgroundWorker,
@@ -15,6 +17,7 @@ use pgrx::bgworkers::{
 };
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
+use rotation::Rotation;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -40,137 +43,18 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     registry::register_launcher();
     log!("jsonb_ttl launcher started");
 
-    let mut workers: HashMap<Oid, DynamicBackgroundWorker> = HashMap::new();
-    // Databases a worker found without the extension, and since when.
-    let mut without_extension: HashMap<Oid, Instant> = HashMap::new();
-    // Databases whose CREATE EXTENSION asked for a worker, with its transaction.
-    let mut wanted: HashMap<Oid, pg_sys::TransactionId> = HashMap::new();
-    // Databases that need a worker while jsonb_ttl.max_workers run, first come first served,
-    // and when each may start again (its last start + frequency): workers take turns.
-    let mut queue: Rotation = Rotation::default();
-    // When "no background worker slot" was last logged (at most once a minute).
-    let mut no_slot_logged: Option<Instant> = None;
-    let mut last_probe: Option<Instant> = None;
+    let mut launcher = Launcher::default();
     loop {
         let probe_every = Duration::from_millis(gucs::FREQUENCY_MS.get().max(1000) as u64);
-        let (requests, overflowed) = registry::take_wanted();
-        if overflowed {
-            without_extension.clear(); // some request was lost: look everywhere again
-        }
-        wanted.extend(requests);
-        for (db, pid) in registry::take_without_extension() {
-            // A report from a worker that looked before CREATE EXTENSION committed, or from one
-            // that has since been replaced, is stale.
-            let replaced = workers
-                .get(&db)
-                .is_some_and(|w| matches!(w.pid(), Ok(current) if current != pid));
-            if !wanted.contains_key(&db) && !replaced {
-                without_extension.insert(db, Instant::now());
-            }
-        }
-        without_extension.retain(|db, since| {
-            !wanted.contains_key(db) && since.elapsed() < REPROBE_WITHOUT_EXTENSION
-        });
-        let due = last_probe.is_none_or(|t| t.elapsed() >= probe_every);
-        if due || !wanted.is_empty() {
-            let databases = connectable_databases();
-            // Dropped, or now a template or closed to connections: its worker leaves.
-            let gone: Vec<Oid> = workers
-                .keys()
-                .filter(|db| !databases.contains(db))
-                .copied()
-                .collect();
-            for db in gone {
-                if let Some(worker) = workers.remove(&db) {
-                    worker.terminate();
-                }
-            }
-            without_extension.retain(|db, _| databases.contains(db));
-            wanted.retain(|db, _| databases.contains(db));
-            queue.retain(|db| databases.contains(&db) && !without_extension.contains_key(&db));
-            if due {
-                last_probe = Some(Instant::now());
-                for db in databases {
-                    if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
-                        queue.join(db);
-                    }
-                }
-            }
-        }
-        // A worker that waits for the CREATE EXTENSION's transaction to end, as soon as none
-        // runs there (one may be looking at the database right now, before the commit; its
-        // exit wakes the launcher). These go first.
-        let mut no_slot = false;
-        wanted.retain(|&db, xid| match ensure_worker(&mut workers, db, *xid) {
-            Ensured::Started => false,
-            Ensured::NoSlot => {
-                no_slot = true;
-                true
-            }
-            _ => true,
-        });
-        // A worker that stopped (it yielded its turn, or it crashed) queues its database again,
-        // due a frequency after it started.
-        let stopped: Vec<Oid> = workers
-            .iter()
-            .filter(|(_, w)| {
-                matches!(
-                    w.pid(),
-                    Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
-                )
-            })
-            .map(|(&db, _)| db)
-            .collect();
-        for db in stopped {
-            workers.remove(&db);
-            if !without_extension.contains_key(&db) && !wanted.contains_key(&db) {
-                queue.join(db);
-            }
-        }
-        // Then the queue, in order, as far as jsonb_ttl.max_workers allows.
-        let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
-        while let Some(db) = queue.next_due() {
-            if registry::is_dropping(db) {
-                queue.remove(db); // back at the next probe, if it is still there
-                continue;
-            }
-            match ensure_worker(&mut workers, db, pg_sys::InvalidTransactionId) {
-                Ensured::Started => queue.started(db, frequency),
-                Ensured::Running => queue.remove(db),
-                Ensured::NotStarted => break,
-                Ensured::NoSlot => {
-                    no_slot = true;
-                    break;
-                }
-            }
-        }
-        if no_slot && no_slot_logged.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
-            log!(
-                "jsonb_ttl: no background worker slot for a database that waits; workers take \
-                 turns (raise max_worker_processes)"
-            );
-            no_slot_logged = Some(Instant::now());
-        }
-        // When databases wait their turn because jsonb_ttl.max_workers run, or because
-        // max_worker_processes has no slot left, workers that finish a pass give theirs up.
-        let at_cap = running_count(&workers) >= gucs::MAX_WORKERS.get() as usize;
-        registry::set_waiting(if at_cap || no_slot {
-            queue.due_count() + wanted.len()
-        } else {
-            0
-        });
+        launcher.take_reports();
+        launcher.probe(probe_every);
+        let no_slot = launcher.start_workers();
+        launcher.publish_waiting(no_slot);
         // A worker whose batch outlasted jsonb_ttl.batch_timeout + its grace: terminated.
         for overdue in crate::deadline::take_overdue() {
             crate::deadline::terminate(&overdue, gucs::FREQUENCY_MS.get() as i64);
         }
-        let wait = probe_every.saturating_sub(last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
-        let wait = queue.next_due_in().map_or(wait, |next| wait.min(next));
-        let wait = match running_count(&workers) {
-            0 => wait,
-            _ => wait.min(crate::deadline::CHECK_EVERY),
-        };
-        let alive = crate::bgw::wait_latch(wait.max(Duration::from_millis(10)));
-        if !alive || BackgroundWorker::sigterm_received() {
+        if !launcher.wait(probe_every) {
             break;
         }
         crate::bgw::reload_config_if_asked();
@@ -182,62 +66,190 @@ pub extern "C-unwind" fn jsonb_ttl_launcher_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
-/// The databases waiting for a worker, in order, and when each may next start one.
+/// What the launcher keeps from one wake-up to the next.
 #[derive(Default)]
-struct Rotation {
-    waiting: std::collections::VecDeque<Oid>,
-    not_before: HashMap<Oid, Instant>,
+struct Launcher {
+    workers: HashMap<Oid, DynamicBackgroundWorker>,
+    /// Databases a worker found without the extension, and since when.
+    without_extension: HashMap<Oid, Instant>,
+    /// Databases whose CREATE EXTENSION asked for a worker, with its transaction.
+    wanted: HashMap<Oid, pg_sys::TransactionId>,
+    /// Databases that need a worker while jsonb_ttl.max_workers run, first come first served,
+    /// and when each may start again (its last start + frequency): workers take turns.
+    queue: Rotation,
+    /// When "no background worker slot" was last logged (at most once a minute).
+    no_slot_logged: Option<Instant>,
+    last_probe: Option<Instant>,
 }
 
-impl Rotation {
-    /// `db` needs a worker: it joins the end of the queue (once).
-    fn join(&mut self, db: Oid) {
-        if !self.waiting.contains(&db) {
-            self.waiting.push_back(db);
+impl Launcher {
+    /// Takes what shared memory holds for the launcher: the databases whose CREATE EXTENSION
+    /// woke it, and those a worker found without the extension.
+    fn take_reports(&mut self) {
+        let (requests, overflowed) = registry::take_wanted();
+        if overflowed {
+            self.without_extension.clear(); // some request was lost: look everywhere again
+        }
+        self.wanted.extend(requests);
+        for (db, pid) in registry::take_without_extension() {
+            // A report from a worker that looked before CREATE EXTENSION committed, or from one
+            // that has since been replaced, is stale.
+            let replaced = self
+                .workers
+                .get(&db)
+                .is_some_and(|w| matches!(w.pid(), Ok(current) if current != pid));
+            if !self.wanted.contains_key(&db) && !replaced {
+                self.without_extension.insert(db, Instant::now());
+            }
+        }
+        let wanted = &self.wanted;
+        self.without_extension.retain(|db, since| {
+            !wanted.contains_key(db) && since.elapsed() < REPROBE_WITHOUT_EXTENSION
+        });
+    }
+
+    /// PROBING (docs/worker.md), when a probe is due (every `probe_every`) or CREATE EXTENSION
+    /// asked for a worker: lists the databases, stops the workers of those gone, and, at a due
+    /// probe, queues every database that may have the extension.
+    fn probe(&mut self, probe_every: Duration) {
+        let due = self.last_probe.is_none_or(|t| t.elapsed() >= probe_every);
+        if !due && self.wanted.is_empty() {
+            return;
+        }
+        let databases = connectable_databases();
+        // Dropped, or now a template or closed to connections: its worker leaves.
+        let gone: Vec<Oid> = self
+            .workers
+            .keys()
+            .filter(|db| !databases.contains(db))
+            .copied()
+            .collect();
+        for db in gone {
+            if let Some(worker) = self.workers.remove(&db) {
+                worker.terminate();
+            }
+        }
+        self.without_extension
+            .retain(|db, _| databases.contains(db));
+        self.wanted.retain(|db, _| databases.contains(db));
+        let without_extension = &self.without_extension;
+        self.queue
+            .retain(|db| databases.contains(&db) && !without_extension.contains_key(&db));
+        if due {
+            self.last_probe = Some(Instant::now());
+            for db in databases {
+                if !self.without_extension.contains_key(&db) && !self.wanted.contains_key(&db) {
+                    self.queue.join(db);
+                }
+            }
         }
     }
 
-    fn is_due(&self, db: Oid) -> bool {
-        self.not_before
-            .get(&db)
-            .is_none_or(|&at| at <= Instant::now())
+    /// Starts the workers that are wanted, as far as jsonb_ttl.max_workers allows: those
+    /// CREATE EXTENSION asked for first, then the queue in order. Whether a database that waits
+    /// found no background worker slot (max_worker_processes).
+    fn start_workers(&mut self) -> bool {
+        let mut no_slot = self.start_wanted();
+        self.requeue_stopped();
+        no_slot |= self.start_queued();
+        if no_slot
+            && self
+                .no_slot_logged
+                .is_none_or(|at| at.elapsed() >= Duration::from_secs(60))
+        {
+            log!(
+                "jsonb_ttl: no background worker slot for a database that waits; workers take \
+                 turns (raise max_worker_processes)"
+            );
+            self.no_slot_logged = Some(Instant::now());
+        }
+        no_slot
     }
 
-    /// The first database whose turn has come, if any.
-    fn next_due(&self) -> Option<Oid> {
-        self.waiting.iter().copied().find(|&db| self.is_due(db))
+    /// A worker that waits for the CREATE EXTENSION's transaction to end, as soon as none
+    /// runs there (one may be looking at the database right now, before the commit; its
+    /// exit wakes the launcher). These go first. Whether a worker slot was missing.
+    fn start_wanted(&mut self) -> bool {
+        let mut no_slot = false;
+        let workers = &mut self.workers;
+        self.wanted
+            .retain(|&db, xid| match ensure_worker(workers, db, *xid) {
+                Ensured::Started => false,
+                Ensured::NoSlot => {
+                    no_slot = true;
+                    true
+                }
+                _ => true,
+            });
+        no_slot
     }
 
-    /// How many waiting databases may start now.
-    fn due_count(&self) -> usize {
-        self.waiting.iter().filter(|&&db| self.is_due(db)).count()
-    }
-
-    /// How long until the next waiting database that is not due yet becomes due. (One that is
-    /// due but could not start waits for a worker to stop, which wakes the launcher.)
-    fn next_due_in(&self) -> Option<Duration> {
-        let now = Instant::now();
-        self.waiting
+    /// A worker that stopped (it yielded its turn, or it crashed) queues its database again,
+    /// due a frequency after it started.
+    fn requeue_stopped(&mut self) {
+        let stopped: Vec<Oid> = self
+            .workers
             .iter()
-            .filter_map(|db| self.not_before.get(db))
-            .filter(|&&at| at > now)
-            .map(|&at| at - now)
-            .min()
+            .filter(|(_, w)| {
+                matches!(
+                    w.pid(),
+                    Err(pgrx::bgworkers::BackgroundWorkerStatus::Stopped)
+                )
+            })
+            .map(|(&db, _)| db)
+            .collect();
+        for db in stopped {
+            self.workers.remove(&db);
+            if !self.without_extension.contains_key(&db) && !self.wanted.contains_key(&db) {
+                self.queue.join(db);
+            }
+        }
     }
 
-    /// `db` got its worker: out of the queue, not due again before `frequency` has passed.
-    fn started(&mut self, db: Oid, frequency: Duration) {
-        self.remove(db);
-        self.not_before.insert(db, Instant::now() + frequency);
+    /// Then the queue, in order, as far as jsonb_ttl.max_workers allows. Whether a worker slot
+    /// was missing.
+    fn start_queued(&mut self) -> bool {
+        let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+        while let Some(db) = self.queue.next_due() {
+            if registry::is_dropping(db) {
+                self.queue.remove(db); // back at the next probe, if it is still there
+                continue;
+            }
+            match ensure_worker(&mut self.workers, db, pg_sys::InvalidTransactionId) {
+                Ensured::Started => self.queue.started(db, frequency),
+                Ensured::Running => self.queue.remove(db),
+                Ensured::NotStarted => break,
+                Ensured::NoSlot => return true,
+            }
+        }
+        false
     }
 
-    fn remove(&mut self, db: Oid) {
-        self.waiting.retain(|&waiting| waiting != db);
+    /// When databases wait their turn because jsonb_ttl.max_workers run, or because
+    /// max_worker_processes has no slot left (`no_slot`), workers that finish a pass give
+    /// theirs up: says so in shared memory.
+    fn publish_waiting(&self, no_slot: bool) {
+        let at_cap = running_count(&self.workers) >= gucs::MAX_WORKERS.get() as usize;
+        registry::set_waiting(if at_cap || no_slot {
+            self.queue.due_count() + self.wanted.len()
+        } else {
+            0
+        });
     }
 
-    fn retain(&mut self, keep: impl Fn(Oid) -> bool) {
-        self.waiting.retain(|&db| keep(db));
-        self.not_before.retain(|&db, _| keep(db));
+    /// WAITING (docs/worker.md): until the next probe or the next queued database's turn, at
+    /// most [`crate::deadline::CHECK_EVERY`] while a worker runs, or until the latch is set.
+    /// False when the launcher must exit (SIGTERM, or the postmaster died).
+    fn wait(&self, probe_every: Duration) -> bool {
+        let wait =
+            probe_every.saturating_sub(self.last_probe.map_or(Duration::ZERO, |t| t.elapsed()));
+        let wait = self.queue.next_due_in().map_or(wait, |next| wait.min(next));
+        let wait = match running_count(&self.workers) {
+            0 => wait,
+            _ => wait.min(crate::deadline::CHECK_EVERY),
+        };
+        let alive = crate::bgw::wait_latch(wait.max(Duration::from_millis(10)));
+        alive && !BackgroundWorker::sigterm_received()
     }
 }
 

@@ -1,0 +1,332 @@
+//! The frame every batch of the worker runs in, and its statements: its own transaction,
+//! within `jsonb_ttl.batch_timeout` and the deadline owner code cannot catch; the table locked,
+//! its current names and owner read, then the batch as that owner; statements prepared once and
+//! kept across passes; a failed batch split into parts. Also `_ttl_worker_batch`, one batch
+//! for the isolation tests.
+
+use super::Worker;
+use crate::bgw::BatchTimer;
+use crate::catalog::{self, TtlIndex};
+use crate::deadline::Deadline;
+use crate::deleter::{self, Batch, Outcome};
+use crate::extension::Extension;
+use crate::txn::{in_transaction, Failure};
+use crate::undeletable;
+use crate::{gucs, owner};
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::OwnedPreparedStatement;
+use std::collections::HashMap;
+
+/// A statement prepared once and kept across transactions, with the SQL it was prepared from
+/// (a rename changes the SQL and the statement is prepared again).
+pub(super) type Prepared = (String, OwnedPreparedStatement);
+
+/// Makes sure `cache` holds the statement for `key`, prepared from `sql` (again if the SQL
+/// changed).
+fn prepare_into<K: std::hash::Hash + Eq + Copy>(
+    cache: &mut HashMap<K, Prepared>,
+    key: K,
+    sql: &str,
+    args: &[pgrx::PgBuiltInOids],
+) {
+    if cache
+        .get(&key)
+        .is_none_or(|(prepared_sql, _)| prepared_sql != sql)
+    {
+        let args: Vec<_> = args.iter().map(|t| t.oid()).collect();
+        let statement = Spi::connect(|client| client.prepare_mut(sql, &args).map(|s| s.keep()))
+            .unwrap_or_else(|e| error!("cannot prepare {sql}: {e}"));
+        cache.insert(key, (sql.to_string(), statement));
+    }
+}
+
+/// The statement for `key` in `cache`, prepared now if missing or stale.
+pub(super) fn prepared<'a, K: std::hash::Hash + Eq + Copy>(
+    cache: &'a mut HashMap<K, Prepared>,
+    key: K,
+    sql: &str,
+    args: &[pgrx::PgBuiltInOids],
+) -> &'a OwnedPreparedStatement {
+    prepare_into(cache, key, sql, args);
+    &cache[&key].1
+}
+
+impl Worker {
+    /// One batch of the form `batch` in its own transaction, as the table's owner (see
+    /// [`in_batch_frame`]): what it did, or `None` when the TTL index or the table no longer
+    /// exists.
+    pub(super) fn batch(
+        &mut self,
+        ext: &Extension,
+        batch: Batch,
+        index: &TtlIndex,
+        limit: i64,
+    ) -> Result<Option<Outcome>, Failure> {
+        let statements = &mut self.statements;
+        let set_aside = self.undeletable.rows(index.table);
+        in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            run_statements(
+                statements,
+                ext,
+                batch,
+                current,
+                expire_after,
+                limit,
+                &set_aside,
+            )
+        })
+    }
+
+    /// A failed batch again, in parts: the rows it picks are deleted in halves, each in a
+    /// subtransaction, down to single rows; the rows that fail alone are set aside. Reported
+    /// as a plain batch of what it deleted.
+    pub(super) fn split(
+        &mut self,
+        ext: &Extension,
+        index: &TtlIndex,
+        limit: i64,
+    ) -> Result<Option<Outcome>, Failure> {
+        let set_aside = self.undeletable.rows(index.table);
+        let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
+        let parts = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+            let pick = sql(deleter::pick_sql(ext, current, true));
+            let delete_rows = sql(deleter::delete_rows_sql(ext, current));
+            let rows: Vec<pg_sys::ItemPointerData> = Spi::connect_mut(|client| {
+                client
+                    .update(
+                        &pick,
+                        None,
+                        &[expire_after.into(), limit.into(), set_aside.clone().into()],
+                    )?
+                    .map(|row| row.get::<pg_sys::ItemPointerData>(1))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|rows| rows.into_iter().flatten().collect())
+            })
+            .unwrap_or_else(|e| error!("jsonb_ttl: cannot pick rows: {e}"));
+            let mut parts = deleter::delete_in_parts(&delete_rows, expire_after, &rows);
+            parts.undeletable.truncate(room);
+            parts
+        })?;
+        Ok(parts.map(|parts| {
+            let deleted = parts.deleted;
+            self.undeletable
+                .add(index.table, &index.display_name, parts.undeletable);
+            Outcome {
+                picked: None,
+                deleted,
+            }
+        }))
+    }
+}
+
+/// The statements of one batch of the form `batch`, as prepared for the table's current names
+/// (prepared again if a rename changed them), run for at most `limit` rows.
+fn run_statements(
+    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
+    ext: &Extension,
+    batch: Batch,
+    current: &TtlIndex,
+    expire_after: pgrx::datum::Interval,
+    limit: i64,
+    set_aside: &[pg_sys::ItemPointerData],
+) -> Outcome {
+    let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+    let skip = !set_aside.is_empty();
+    let args = &deleter::BATCH_ARGS;
+    let delete = sql(deleter::batch_sql(ext, current, skip));
+    prepare_into(statements, (current.target(), Batch::Plain), &delete, args);
+    if batch == Batch::Counting {
+        let pick_count = sql(deleter::pick_count_sql(ext, current, skip));
+        prepare_into(
+            statements,
+            (current.target(), Batch::Counting),
+            &pick_count,
+            args,
+        );
+    }
+    let delete = &statements[&(current.target(), Batch::Plain)].1;
+    let pick_count =
+        (batch == Batch::Counting).then(|| &*statements[&(current.target(), Batch::Counting)].1);
+    Spi::connect_mut(|client| {
+        deleter::run_batch(client, delete, pick_count, expire_after, limit, set_aside)
+    })
+    .unwrap_or_else(|e| error!("delete failed: {e}"))
+}
+
+/// What the batches of a pass keep between them: the prepared catalog lookup of a table's
+/// current expire_after, and each owner's settings (read once per pass: an `ALTER ROLE … SET`
+/// takes effect at the next pass).
+#[derive(Default)]
+pub(super) struct Frame {
+    lookups: HashMap<Oid, Prepared>,
+    lookup_sql: String,
+    /// Also what the probe of a pass runs under (see [`Worker::probe`]).
+    pub(super) role_settings: HashMap<Oid, owner::RoleSettings>,
+}
+
+impl Frame {
+    /// Ready for a pass in the database whose extension lives in `ext`.
+    pub(super) fn begin_pass(&mut self, ext: &Extension) {
+        self.role_settings.clear();
+        self.lookup_sql = format!(
+            "SELECT expire_after FROM {ext}.ttl_index \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+        );
+    }
+
+    /// The steps of one batch of `index` inside its transaction: expire_after read again (see
+    /// [`Frame::expire_after`]); the table locked within
+    /// `jsonb_ttl.lock_timeout`, then its current names and owner read (an ALTER TABLE … OWNER
+    /// TO or a rename since the pass began shows at once); every deferrable check made
+    /// immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
+    /// deferred check cannot be queued in the security-restricted operation a batch runs in,
+    /// see [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
+    /// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
+    /// their planner pins while they are planned, see [`crate::planner`]). `None` when the TTL
+    /// index or the table no longer exists.
+    fn run<R>(
+        &mut self,
+        index: &TtlIndex,
+        f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+    ) -> Option<R> {
+        let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+        let settings = deleter::batch_settings(&lock_timeout);
+        let expire_after = self.expire_after(index)?;
+        deleter::with_settings(&settings, || {
+            // The DELETE's own lock, taken first (within lock_timeout).
+            unsafe {
+                pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
+            };
+            // A partition dropped or detached since the pass began: nothing to purge.
+            let current = catalog::with_current_names(index)?;
+            if index.table != index.root && !catalog::is_partition_of(index.table, index.root) {
+                return None; // detached since the pass began: no longer this TTL index's
+            }
+            let owner = owner::table_owner(index.table)?;
+            deleter::check_all_now();
+            let owner_settings = self
+                .role_settings
+                .entry(owner)
+                .or_insert_with(|| owner::role_settings(owner));
+            Some(owner::as_table_owner_with(
+                owner,
+                owner_settings,
+                &settings,
+                || f(&current, expire_after),
+            ))
+        })
+    }
+
+    /// `index`'s expire_after, read again from the catalog (so ttl_index_alter and
+    /// ttl_index_drop take effect mid-pass; 0 for the rows with a TTL of their own, see
+    /// [`crate::row_ttl`]); `None` when the TTL index is gone.
+    fn expire_after(&mut self, index: &TtlIndex) -> Option<pgrx::datum::Interval> {
+        let lookup = prepared(
+            &mut self.lookups,
+            pg_sys::InvalidOid,
+            &self.lookup_sql,
+            &[pgrx::PgBuiltInOids::OIDOID],
+        );
+        let expire_after = Spi::connect(|client| {
+            client
+                .select(lookup, Some(1), &[index.root.into()])?
+                .first()
+                .get_one::<pgrx::datum::Interval>()
+        })
+        .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
+        // the rows with a TTL of their own are keyed on their expiry: no expire_after
+        Some(match index.part {
+            catalog::Part::OwnTtl => pgrx::datum::Interval::from_micros(0),
+            _ => expire_after,
+        })
+    }
+}
+
+/// Runs `f` as one batch of `index` ([`Frame::run`]) in its own transaction, within
+/// `jsonb_ttl.batch_timeout`, committed without waiting for its WAL flush when
+/// `jsonb_ttl.synchronous_commit` is off. What the owner's code left in the session that its
+/// GUC nest level does not undo is released after it.
+pub(super) fn in_batch_frame<R>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
+    let done = in_transaction(|| {
+        let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+        let _deadline = Deadline::arm(index.table, index.owner, gucs::BATCH_TIMEOUT_MS.get());
+        if !gucs::SYNCHRONOUS_COMMIT.get() {
+            // until the transaction ends: its commit is what it is for
+            gucs::override_setting(c"synchronous_commit", "off");
+        }
+        frame.run(index, f)
+    });
+    owner::release_session_state();
+    done
+}
+
+/// Runs exactly one plain batch of the worker on `tbl` (a table with a TTL index, or one of its
+/// partitions) for at most `max_rows` rows, in the caller's transaction, and returns the rows
+/// it removed: the worker's own steps ([`Frame::run`]) and statements, without the worker's
+/// transaction and time limit around them; like a batch, it makes the transaction's
+/// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`). For tests that need to stop
+/// a batch halfway (tests/isolation), which no background worker lets them do. Superusers only
+/// (EXECUTE is revoked from PUBLIC), and only on tables whose owner's privileges the caller has.
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_worker_batch",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
+    let ext = Extension::current();
+    let index = worker_batch_target(&ext, tbl);
+    let mut frame = Frame::default();
+    frame.begin_pass(&ext);
+    let mut statements = HashMap::new();
+    frame
+        .run(&index, |current, expire_after| {
+            run_statements(
+                &mut statements,
+                &ext,
+                Batch::Plain,
+                current,
+                expire_after,
+                max_rows,
+                &[],
+            )
+        })
+        .map_or(0, |outcome| outcome.deleted as i64)
+}
+
+/// The target of `_ttl_worker_batch(tbl)`: `tbl`'s TTL index, if `tbl` has one, is no foreign
+/// table and the caller has its owner's privileges; else an error.
+fn worker_batch_target(ext: &Extension, tbl: Oid) -> TtlIndex {
+    let index = catalog::load(ext, None, catalog::Scope::Targets)
+        .into_iter()
+        .find(|index| index.table == tbl)
+        .unwrap_or_else(|| {
+            crate::error::raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("relation {} has no TTL index", tbl.to_u32()),
+                "Pass a table with a TTL index, or one of its partitions.",
+            )
+        });
+    if index.foreign {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{} is a foreign table", index.display_name),
+            "The worker never deletes through a foreign data wrapper.",
+        );
+    }
+    if !owner::has_privileges_of(index.owner) {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "must be the owner of the table to run a batch on it",
+            "A batch runs as the table's owner.",
+        );
+    }
+    index
+}

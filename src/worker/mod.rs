@@ -1,0 +1,240 @@
+//! The per-database worker: a dynamic background worker connected to one database for life.
+//! Its lifecycle is written down in docs/worker.md.
+//!
+//! Every `jsonb_ttl.frequency` ms it runs a pass: it loads the TTL indexes of its database and
+//! visits them round-robin, removing expired rows in batches — each batch its own transaction,
+//! run as the table's owner with a short `lock_timeout` — until nothing is expired or a limit
+//! is hit. An error in one table aborts that batch's transaction only; the table is counted,
+//! logged and skipped until the next pass.
+//!
+//! The rooms: this module starts the worker and runs its main loop (a pass, then sleep until
+//! the next); [`pass`] is one pass over the database's TTL indexes; [`visit`] is the purge of
+//! one table within the limits; [`batch`] is the frame each batch runs in (its transaction,
+//! time limits and owner) and its statements.
+
+mod batch;
+mod pass;
+mod visit;
+
+use crate::bgw::{self, handle_signals, sleep};
+use crate::catalog;
+use crate::deleter::Batch;
+use crate::extension::Extension;
+use crate::txn::in_transaction;
+use crate::undeletable::Undeletable;
+use crate::{gucs, registry, stats};
+use batch::{Frame, Prepared};
+use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Forgets this process in shared memory however it exits (a FATAL from `die()` included), so
+/// nobody signals a reused pid later.
+unsafe extern "C-unwind" fn unregister_on_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    registry::unregister_worker();
+    crate::deadline::forget_mine();
+}
+
+/// What the worker keeps between passes.
+struct Worker {
+    /// The statements of each table's batches: the DELETE (under `Batch::Plain`) and the count
+    /// that comes first in a counting batch (under `Batch::Counting`).
+    statements: HashMap<((Oid, catalog::Part), Batch), Prepared>,
+    /// The probe of each table (is anything expired?).
+    probes: HashMap<(Oid, catalog::Part), Prepared>,
+    /// What the batches of a pass share.
+    frame: Frame,
+    /// Rows that cannot be deleted, set aside.
+    undeletable: Undeletable,
+    /// Where the next pass starts, so no table is always first.
+    next_start: usize,
+    /// The batch size each table reached (see [`jsonb_ttl_core::batch_size`]), where its next
+    /// visit starts.
+    batch_rows: HashMap<Oid, i64>,
+    /// Whether the last pass was skipped because pg_restore is connected (logged once).
+    waiting_for_restore: bool,
+    /// TTL indexes the safety brake paused in this pass (their other partitions wait too).
+    paused_roots: std::collections::HashSet<Oid>,
+    /// Tables whose backlog the safety brake let through, until a visit drains it, with the
+    /// expire_after it was counted under (a changed one is counted again: the brake is there
+    /// for a wrong expire_after most of all).
+    brake_checked: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
+    /// Tables whose oldest expired time is recorded in the statistics (see
+    /// [`stats::tables_with_oldest_expired`]).
+    lagging: std::collections::HashSet<Oid>,
+}
+
+/// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
+/// that statement's transaction (the worker waits for it to end before it looks).
+pub struct WorkerArg {
+    pub db: Oid,
+    /// The CREATE EXTENSION's top-level transaction, or InvalidTransactionId (0).
+    pub created_by: pg_sys::TransactionId,
+}
+
+impl WorkerArg {
+    pub fn into_datum(self) -> pg_sys::Datum {
+        pg_sys::Datum::from(self.db.to_u32() as u64 | (u32::from(self.created_by) as u64) << 32)
+    }
+
+    fn from_datum(datum: pg_sys::Datum) -> WorkerArg {
+        let value = datum.value() as u64;
+        WorkerArg {
+            db: Oid::from(value as u32),
+            created_by: pg_sys::TransactionId::from((value >> 32) as u32),
+        }
+    }
+}
+
+/// Waits until transaction `xid` has committed or rolled back (at once if it has), as a row
+/// lock waits for its holder: a CREATE EXTENSION may sit in a long transaction (a restore, a
+/// migration) and the worker must not give up on it. No snapshot is held meanwhile, and the
+/// server's `lock_timeout` does not apply; if the wait is cancelled anyway, the worker polls.
+fn wait_for_transaction(xid: pg_sys::TransactionId) {
+    let waited = PgTryBuilder::new(|| unsafe {
+        pg_sys::StartTransactionCommand();
+        gucs::override_setting(c"lock_timeout", "0");
+        pg_sys::XactLockTableWait(
+            xid,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            pg_sys::XLTW_Oper::XLTW_None,
+        );
+        pg_sys::CommitTransactionCommand();
+        true
+    })
+    .catch_others(|_| false)
+    .execute();
+    if !waited {
+        unsafe { pg_sys::AbortCurrentTransaction() };
+        while unsafe { pg_sys::TransactionIdIsInProgress(xid) } {
+            sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn jsonb_ttl_worker_main(arg: pg_sys::Datum) {
+    let WorkerArg {
+        db: dboid,
+        created_by,
+    } = WorkerArg::from_datum(arg);
+    if !start(dboid, created_by) {
+        return;
+    }
+    Worker::new(dboid).serve(dboid);
+}
+
+/// STARTING (docs/worker.md): connects to database `dboid` and registers there, then waits for
+/// the CREATE EXTENSION's transaction `created_by`, if any. False when another worker serves
+/// the database or shared memory has no room for it: the worker exits.
+fn start(dboid: Oid, created_by: pg_sys::TransactionId) -> bool {
+    bgw::die_on_sigterm();
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(dboid), None);
+    match registry::register_worker(dboid) {
+        Ok(()) => {}
+        Err(registry::Refused::Served(pid)) => {
+            debug1!("jsonb_ttl: worker {pid} serves this database already");
+            return false;
+        }
+        Err(registry::Refused::Full) => {
+            log!(
+                "jsonb_ttl: more than {} databases; this one is not served",
+                registry::MAX_DATABASES
+            );
+            return false;
+        }
+    }
+    unsafe { pg_sys::before_shmem_exit(Some(unregister_on_exit), pg_sys::Datum::from(0)) };
+    // Everything the worker runs names its schema; nothing resolves through search_path.
+    let _ = in_transaction(|| Spi::run("SET search_path = pg_catalog, pg_temp"));
+    if created_by != pg_sys::InvalidTransactionId {
+        // CREATE EXTENSION wakes the launcher before it commits.
+        wait_for_transaction(created_by);
+    }
+    true
+}
+
+impl Worker {
+    fn new(dboid: Oid) -> Worker {
+        Worker {
+            statements: HashMap::new(),
+            probes: HashMap::new(),
+            frame: Frame::default(),
+            undeletable: Undeletable::default(),
+            // where the previous worker of this database (if it gave its turn up) left off
+            next_start: registry::next_start(dboid),
+            batch_rows: HashMap::new(),
+            waiting_for_restore: false,
+            paused_roots: Default::default(),
+            brake_checked: Default::default(),
+            lagging: stats::tables_with_oldest_expired(),
+        }
+    }
+
+    /// CHECKING, PASS, SLEEPING (docs/worker.md), until the extension is gone or the worker
+    /// gives its turn up.
+    fn serve(&mut self, dboid: Oid) {
+        loop {
+            handle_signals();
+            let Ok(ext) = in_transaction(Extension::find) else {
+                break;
+            };
+            let Some(ext) = ext else {
+                // Never created here, dropped, or its CREATE EXTENSION rolled back.
+                registry::report_without_extension(dboid);
+                break;
+            };
+            let started = Instant::now();
+            if gucs::ENABLED.get() {
+                self.pass(&ext);
+            }
+            report_idle();
+            if registry::databases_waiting() > 0 {
+                // jsonb_ttl.max_workers run and other databases wait: give the turn up
+                debug1!("jsonb_ttl: other databases wait for a worker; this one yields its turn");
+                break;
+            }
+            wait_for_next_pass(started);
+        }
+    }
+}
+
+/// Between passes: `state` idle in pg_stat_activity, and the table statistics of the pass
+/// (`n_tup_del` and the dead rows autovacuum counts) sent at once, as a backend sends them
+/// when it goes idle.
+fn report_idle() {
+    unsafe {
+        pg_sys::pgstat_report_activity(pg_sys::BackendState::STATE_IDLE, std::ptr::null());
+        #[allow(clippy::let_unit_value)]
+        let _ = pg_sys::pgstat_report_stat(true);
+    }
+}
+
+/// Waits until `frequency` ms after `started`, re-reading the frequency after each SIGHUP so a
+/// shorter one takes effect at once.
+fn wait_for_next_pass(started: Instant) {
+    loop {
+        handle_signals();
+        let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+        let elapsed = started.elapsed();
+        if elapsed >= frequency {
+            return;
+        }
+        sleep(frequency - elapsed);
+    }
+}
+
+/// Which limit, if any, cut a table's purge short.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    None,
+    /// `max_table_removes`.
+    Table,
+    /// `max_total_removes`, shared by the whole server.
+    Server,
+}

@@ -1,0 +1,308 @@
+//! The visit of one table in a pass ("One table in a pass" in docs/worker.md): the safety
+//! brake first, then batch after batch within the limits (`max_table_removes`, the server-wide
+//! budget, `max_removes_per_second`), each sized to take `batch_time`, a failed one split;
+//! then what the visit did, in the statistics.
+
+use super::batch::in_batch_frame;
+use super::pass::record_lag;
+use super::{Limit, Worker};
+use crate::bgw::{handle_signals, sleep};
+use crate::catalog::{self, TtlIndex};
+use crate::deleter::{Outcome, Purge};
+use crate::extension::Extension;
+use crate::txn::{in_transaction, Failure};
+use crate::{brake, budget, gucs, stats};
+use jsonb_ttl_core::batch_size;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::time::{Duration, Instant};
+
+/// Where one table's visit stands, batch after batch.
+struct Visit {
+    purge: Purge,
+    removed: u64,
+    limit: Limit,
+    error: Option<String>,
+    /// rows set aside in this visit: shown in errors / last_error, the rows in rows_undeletable
+    note: Option<String>,
+    /// `max_table_removes`, read as the visit starts.
+    max_table: i64,
+    /// `batch_time`, read as the visit starts.
+    target: Duration,
+    /// The size of the next batch.
+    rows: i64,
+}
+
+impl Visit {
+    /// A visit whose first batch starts from `last_rows`, where the table's last visit left its
+    /// batch size.
+    fn start(last_rows: Option<i64>) -> Visit {
+        let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
+        let target = Duration::from_millis(gucs::BATCH_TIME_MS.get() as u64);
+        let rows = batch_size::first(last_rows, target, gucs::BATCH_SIZE.get() as i64);
+        Visit {
+            purge: Purge::default(),
+            removed: 0,
+            limit: Limit::None,
+            error: None,
+            note: None,
+            max_table,
+            target,
+            rows,
+        }
+    }
+}
+
+impl Worker {
+    /// Removes the expired rows of one table, batch by batch, within the limits. A batch that
+    /// fails because of some of its rows is retried in parts ([`Worker::split`]): the rows that
+    /// cannot be deleted are set aside, and the purge goes on behind them.
+    pub(super) fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
+        match self.brake(ext, index) {
+            Brake::Go => {}
+            Brake::Paused(reason) => {
+                self.paused_roots.insert(index.root);
+                return report(index, 0, Limit::None, None, Some(reason));
+            }
+            // unchecked, not purged: the table waits for the next pass
+            Brake::Failed(e) => return report(index, 0, Limit::None, Some(e), None),
+        }
+        let mut visit = Visit::start(self.batch_rows.get(&index.table).copied());
+        while self.next_batch(ext, index, &mut visit) {}
+        self.end_visit(ext, index, visit)
+    }
+
+    /// The next batch of `visit`, if the limits leave room for one: whether another follows.
+    fn next_batch(&mut self, ext: &Extension, index: &TtlIndex, visit: &mut Visit) -> bool {
+        let rate_cap = batch_size::rate_cap(gucs::MAX_REMOVES_PER_SECOND.get() as i64);
+        let want = visit
+            .rows
+            .min(rate_cap.unwrap_or(i64::MAX))
+            .min(visit.max_table - visit.removed as i64);
+        if want <= 0 {
+            visit.limit = Limit::Table;
+            return false;
+        }
+        let granted = budget::claim(
+            want,
+            gucs::MAX_TOTAL_REMOVES.get() as i64,
+            gucs::FREQUENCY_MS.get() as i64,
+        );
+        if granted == 0 {
+            visit.limit = Limit::Server;
+            return false;
+        }
+        let batch_started = Instant::now();
+        report_activity(&format!(
+            "jsonb_ttl: deleting expired rows from {} (batch of {granted})",
+            index.display_name
+        ));
+        let outcome = self.batch_or_split(ext, index, visit, granted);
+        report_stats_soon();
+        self.count_batch(index, visit, granted, batch_started, outcome)
+    }
+
+    /// A batch of the form `visit` calls for, for `granted` rows; when it fails because of some
+    /// of its rows, the same batch in parts ([`Worker::split`]), noting the rows set aside.
+    fn batch_or_split(
+        &mut self,
+        ext: &Extension,
+        index: &TtlIndex,
+        visit: &mut Visit,
+        granted: i64,
+    ) -> Result<Option<Outcome>, Failure> {
+        let mut outcome = self.batch(ext, visit.purge.next(), index, granted);
+        if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
+            self.statements
+                .retain(|((table, _), _), _| *table != index.table);
+            if !failure.is_transient() && !self.undeletable.full(index.table) {
+                let before = self.undeletable.count(index.table);
+                outcome = self.split(ext, index, granted);
+                let set_aside = self.undeletable.count(index.table) - before;
+                if set_aside > 0 {
+                    visit.note = Some(format!("{set_aside} row(s) set aside: {failure}"));
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Counts what a batch of `granted` rows did (the budget's rest given back, the rows in the
+    /// statistics, the next batch sized) and throttles: whether the visit goes on.
+    fn count_batch(
+        &mut self,
+        index: &TtlIndex,
+        visit: &mut Visit,
+        granted: i64,
+        batch_started: Instant,
+        outcome: Result<Option<Outcome>, Failure>,
+    ) -> bool {
+        match outcome {
+            Ok(None) => {
+                // The TTL index or the table is gone since the pass began: nothing to purge.
+                budget::give_back(granted);
+                false
+            }
+            Ok(Some(outcome)) => {
+                let n = outcome.deleted;
+                budget::give_back(granted - n as i64);
+                stats::record_batch(index.table, n);
+                visit.removed += n;
+                let took = batch_started.elapsed();
+                let max = gucs::BATCH_SIZE.get() as i64;
+                visit.rows = batch_size::next(granted, n, took, visit.target, max);
+                self.batch_rows.insert(index.table, visit.rows);
+                if !visit.purge.go_on(granted, outcome) {
+                    return false;
+                }
+                throttle(n, batch_started);
+                true
+            }
+            Err(e) => {
+                budget::give_back(granted);
+                visit.error = Some(e.message);
+                let max = gucs::BATCH_SIZE.get() as i64;
+                let smaller = batch_size::after_failure(granted, visit.target, max);
+                self.batch_rows.insert(index.table, smaller);
+                false
+            }
+        }
+    }
+
+    /// The end of a visit: the rows set aside and, for a drained table, its lag and the safety
+    /// brake's state; then the visit in the statistics.
+    fn end_visit(&mut self, ext: &Extension, index: &TtlIndex, visit: Visit) -> Limit {
+        stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
+        if visit.limit == Limit::None && visit.error.is_none() {
+            if index.part != catalog::Part::OwnTtl && self.undeletable.count(index.table) == 0 {
+                // drained: nothing expired is left (rows set aside stay, and so does their age)
+                record_lag(&mut self.lagging, index.table, None);
+            }
+            // drained: the next backlog is checked by the brake again
+            self.brake_checked.remove(&index.target());
+            if index.brake_released {
+                // released by ttl_index_resume(): the brake holds again
+                let _ = in_transaction(|| brake::rearm(ext, index.root));
+            }
+        }
+        report(index, visit.removed, visit.limit, visit.error, visit.note)
+    }
+
+    /// The safety brake before a visit (see [`crate::brake`]): counts the expired rows of
+    /// `index`'s table as its owner, up to the limit, and pauses the TTL index when there are
+    /// more. A backlog that passed is not counted again until a visit drains it (each visit
+    /// would recount what is left of it); a count that outlasts `jsonb_ttl.batch_timeout`
+    /// pauses the index too, saying so (it cannot tell, and the owner can resume).
+    fn brake(&mut self, ext: &Extension, index: &TtlIndex) -> Brake {
+        if !index.brake_available
+            || index.brake_released
+            || self.brake_checked.get(&index.target()) == Some(&interval_key(index.expire_after))
+        {
+            return Brake::Go;
+        }
+        let counted = self.count_for_brake(ext, index);
+        let reason = match counted {
+            Ok(Some(Some(reason))) => reason,
+            Ok(_) => {
+                self.brake_checked
+                    .insert(index.target(), interval_key(index.expire_after));
+                return Brake::Go;
+            }
+            Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
+                brake::reason_uncounted(index, &e.message)
+            }
+            Err(e) => return Brake::Failed(format!("the safety brake could not count: {e}")),
+        };
+        if let Err(e) = in_transaction(|| brake::pause(ext, index.root, &reason)) {
+            return Brake::Failed(format!("the safety brake could not pause: {e}"));
+        }
+        log!("jsonb_ttl: {reason}");
+        Brake::Paused(reason)
+    }
+
+    /// The safety brake's count, in a batch frame: why the TTL index must pause, if it must
+    /// (`Ok(Some(None))`: it need not; `Ok(None)`: the table is gone).
+    fn count_for_brake(
+        &mut self,
+        ext: &Extension,
+        index: &TtlIndex,
+    ) -> Result<Option<Option<String>>, Failure> {
+        in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let rows = brake::table_rows(current.table);
+            let fraction = gucs::MAX_TABLE_FRACTION.get();
+            let limit = brake::limit(rows, fraction, gucs::BRAKE_MIN_ROWS.get() as i64)?;
+            let sql = brake::count_sql(ext, current).unwrap_or_else(|e| error!("{e}"));
+            let expired =
+                Spi::get_one_with_args::<i64>(&sql, &[expire_after.into(), (limit + 1).into()])
+                    .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"))
+                    .unwrap_or(0);
+            (expired > limit).then(|| brake::reason(current, limit, rows))
+        })
+    }
+}
+
+/// Shows in pg_stat_activity what the worker does now (`state` active, `query` naming the table).
+fn report_activity(what: &str) {
+    let what = std::ffi::CString::new(what).unwrap_or_default();
+    unsafe { pg_sys::pgstat_report_activity(pg_sys::BackendState::STATE_RUNNING, what.as_ptr()) };
+}
+
+/// After a committed batch: the table statistics, at most once a second (PostgreSQL's own
+/// pacing), so autovacuum sees TTL deletes during a long purge too.
+fn report_stats_soon() {
+    unsafe {
+        #[allow(clippy::let_unit_value)]
+        let _ = pg_sys::pgstat_report_stat(false);
+    }
+}
+
+/// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch
+/// that started at `batch_started`.
+fn throttle(rows: u64, batch_started: Instant) {
+    let rate = gucs::MAX_REMOVES_PER_SECOND.get();
+    if rate > 0 {
+        let budgeted = Duration::from_secs_f64(rows as f64 / rate as f64);
+        if let Some(rest) = budgeted.checked_sub(batch_started.elapsed()) {
+            sleep(rest);
+        }
+    }
+    handle_signals();
+}
+
+/// Logs a failed table and records the visit in the statistics; a visit that set rows aside
+/// (`note`; each row was logged as it was) counts as an error too, with that note as its last.
+pub(super) fn report(
+    index: &TtlIndex,
+    removed: u64,
+    limit: Limit,
+    error: Option<String>,
+    note: Option<String>,
+) -> Limit {
+    if let Some(e) = &error {
+        log!(
+            "jsonb_ttl: skipping table {} in this pass: {e}",
+            index.display_name
+        );
+    }
+    stats::record_run(&stats::Run {
+        table: index.table,
+        rows_deleted: removed,
+        limit_reached: limit != Limit::None,
+        error: error.or(note).as_deref(),
+    });
+    limit
+}
+
+/// An interval as a map value (months, days, microseconds).
+fn interval_key(interval: pgrx::datum::Interval) -> (i32, i32, i64) {
+    (interval.months(), interval.days(), interval.micros())
+}
+
+/// What the safety brake says before a visit.
+enum Brake {
+    Go,
+    /// Paused now, for this reason.
+    Paused(String),
+    /// The check itself failed: the table is not purged in this pass.
+    Failed(String),
+}
