@@ -9,7 +9,7 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-majors test-long unit package regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
+.PHONY: deps test test-majors test-long unit package deb regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
@@ -68,6 +68,15 @@ package:
 	cargo pgrx package --pg-config $(PG_CONFIG)
 	install -m 644 $(RELEASED_SCRIPTS) \
 	  target/release/jsonb_ttl-pg$(PG)$$($(PG_CONFIG) --sharedir)/extension/
+
+## make deb [PG=15|16|17|18]: the Debian package of that major,
+## target/deb/postgresql-N-jsonb-ttl_VERSION_amd64.deb (VERSION: Cargo.toml's), built with that
+## major's pg_config but laid out at Debian's (PGDG's) paths for it, whatever pg_config says:
+## /usr/lib/postgresql/N/lib/jsonb_ttl.so, /usr/share/postgresql/N/extension/jsonb_ttl*;
+## Depends: postgresql-N and the libraries the .so links; no maintainer scripts, so installing
+## or removing it restarts nothing. About 1 minute per major on 2 cores (scripts/deb.sh).
+deb: deps
+	scripts/deb.sh $(PG)
 
 regress: install
 	tests/golden.sh regress
