@@ -61,19 +61,35 @@ for s in sql/jsonb_ttl--*.sql; do
   case $s in *--*--*) ;; *) [ -e "$ext/$(basename "$s")" ] || install -m 644 "$s" "$ext/" ;; esac
 done
 
+# Reproducible: file times clamped to the last commit's (dpkg-deb), owners root:root.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+export SOURCE_DATE_EPOCH
+maintainer=${DEB_MAINTAINER:-jsonb_ttl maintainers <maintainers@users.noreply.a-seed-7c027a67.example>}
+first_year=$(git log --max-parents=0 --format=%cd --date=format:%Y 2>/dev/null | sort -n | sed -n 1p || true)
+year=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
+years=${first_year:-$year}; [ "$years" = "$year" ] || years=$years-$year
+
 gzip -9n <README.md >"$doc/README.md.gz"
-gzip -9n <CHANGELOG.md >"$doc/changelog.gz"
+gzip -9n <CHANGELOG.md >"$doc/CHANGELOG.md.gz"
+# A native package's changelog.gz is Debian's format; the project's own is CHANGELOG.md.gz.
+gzip -9n >"$doc/changelog.gz" <<EOF
+$pkg ($version) unstable; urgency=medium
+
+  * jsonb_ttl $version for PostgreSQL $major (see CHANGELOG.md.gz).
+
+ -- $maintainer  $(date -u -R -d "@$SOURCE_DATE_EPOCH")
+EOF
 {
-  cat <<'EOF'
+  cat <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: jsonb_ttl
 
 Files: *
-Copyright: the jsonb_ttl authors
+Copyright: $years the jsonb_ttl authors
 License: PostgreSQL
 
 Files: usr/lib/postgresql/*/lib/jsonb_ttl.so
-Copyright: the jsonb_ttl authors, and the authors of the Rust crates it links statically
+Copyright: $years the jsonb_ttl authors, and the authors of the Rust crates it links statically
 License: PostgreSQL, and for each crate its own (Comment)
 Comment: the Rust crates linked into the library, with their licenses:
 EOF
@@ -112,7 +128,7 @@ cat >"$stage/DEBIAN/control" <<EOF
 Package: $pkg
 Version: $version
 Architecture: $arch
-Maintainer: ${DEB_MAINTAINER:-jsonb_ttl maintainers <maintainers@users.noreply.a-seed-7c027a67.example>}
+Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 Depends: postgresql-$major, $shlibs
 Section: database
@@ -129,9 +145,6 @@ Description: TTL indexes for JSONB documents in PostgreSQL $major
 EOF
 chmod 644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
 
-# Reproducible: file times clamped to the last commit's, owners root:root.
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
-export SOURCE_DATE_EPOCH
 dpkg-deb --build --root-owner-group "$stage" "$deb" >/dev/null
 log "$(basename "$deb"): $(stat -c %s "$deb") bytes (library: $(stat -c %s "$lib/jsonb_ttl.so") stripped, $(stat -c %s "$pkglibdir/jsonb_ttl.so") as built)"
 rm -rf "$work" "$tree"
