@@ -79,8 +79,8 @@ deb: deps
 	scripts/deb.sh $(PG)
 
 ## make test-deb: builds the package of every major (DEB_MAJORS) and checks each with
-## tests/e2e/deb.sh: control fields, its files at Debian's paths, no maintainer scripts, the
-## library's links, and the library loading in that major's server. Only PostgreSQL 15 is a
+## tests/e2e/deb.sh: control fields, its files at Debian's paths, no maintainer scripts,
+## lintian, the library's links, and the library loading in that major's server. Only PostgreSQL 15 is a
 ## Debian package on bookworm: apt-get cannot satisfy Depends: postgresql-16 (17, 18) here, so
 ## those packages are built and checked, not installed. The 15 one goes the whole round trip:
 ## apt-get install ./…deb (the development install set aside meanwhile, then put back), the

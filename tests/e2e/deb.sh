@@ -65,7 +65,7 @@ expected=$(
   echo "$extdir/jsonb_ttl.control"
   echo "$extdir/jsonb_ttl--$version.sql"
   for s in "$ROOT"/sql/jsonb_ttl--*.sql; do echo "$extdir/$(basename "$s")"; done
-  for d in README.md.gz changelog.gz copyright; do echo "/usr/share/doc/$pkg/$d"; done
+  for d in CHANGELOG.md.gz README.md.gz changelog.gz copyright; do echo "/usr/share/doc/$pkg/$d"; done
 )
 expected=$(echo "$expected" | sort -u)
 contents=$(dpkg-deb --fsys-tarfile "$deb" | tar -tv)
@@ -83,6 +83,14 @@ expect_eq "the control file's module_pathname" "module_pathname = '\$libdir/json
 differ=""
 for s in "$ROOT"/sql/jsonb_ttl--*.sql; do cmp -s "$s" "$tmp/root$extdir/$(basename "$s")" || differ+=" $(basename "$s")"; done
 expect_eq "the released install scripts and the update scripts are sql/'s" "" "$differ"
+
+if ! command -v lintian >/dev/null; then
+  fail "lintian is missing (scripts/install-deps.sh installs it)"
+elif out=$(lintian --fail-on error,warning "$deb" 2>&1); then
+  pass "lintian: no error, no warning"
+else
+  fail "lintian: $(echo "$out" | grep -v '^running with root privileges')"
+fi
 
 echo "== the library"
 so=$tmp/root/usr/lib/postgresql/$major/lib/jsonb_ttl.so
