@@ -26,12 +26,15 @@ clusters=()
 restore=:          # the round trip sets it to put the development install back
 cleanup() {
   local status=$? c
+  trap '' INT TERM    # a second signal must not cut the cleanup short
   for c in "${clusters[@]}"; do "$ROOT/scripts/cluster.sh" destroy "$c"; done
   $restore || status=1
   rm -rf "$tmp"
   exit $status
 }
 trap cleanup EXIT
+trap 'exit 130' INT   # then the EXIT trap: an interrupted round trip still puts everything back
+trap 'exit 143' TERM
 
 echo "== control fields"
 field() { dpkg-deb --field "$deb" "$1"; }
