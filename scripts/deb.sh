@@ -61,7 +61,8 @@ for s in sql/jsonb_ttl--*.sql; do
   case $s in *--*--*) ;; *) [ -e "$ext/$(basename "$s")" ] || install -m 644 "$s" "$ext/" ;; esac
 done
 
-# Reproducible: file times clamped to the last commit's (dpkg-deb), owners root:root.
+# File times clamped to the last commit's (dpkg-deb), owners root:root. Two builds of one commit
+# differ only in the order of the statements pgrx writes into jsonb_ttl--VERSION.sql.
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 export SOURCE_DATE_EPOCH
 maintainer=${DEB_MAINTAINER:-jsonb_ttl maintainers <maintainers@users.noreply.a-seed-7c027a67.example>}
