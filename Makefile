@@ -9,7 +9,7 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-majors test-long unit package regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
+.PHONY: deps test test-majors test-deb test-long unit package deb regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
@@ -69,6 +69,33 @@ package:
 	install -m 644 $(RELEASED_SCRIPTS) \
 	  target/release/jsonb_ttl-pg$(PG)$$($(PG_CONFIG) --sharedir)/extension/
 
+## make deb [PG=15|16|17|18]: the Debian package of that major,
+## target/deb/postgresql-N-jsonb-ttl_VERSION_amd64.deb (VERSION: Cargo.toml's), built with that
+## major's pg_config but laid out at Debian's (PGDG's) paths for it, whatever pg_config says:
+## /usr/lib/postgresql/N/lib/jsonb_ttl.so, /usr/share/postgresql/N/extension/jsonb_ttl*;
+## Depends: postgresql-N and the libraries the .so links; no maintainer scripts, so installing
+## or removing it restarts nothing. About 1 minute per major on 2 cores (scripts/deb.sh).
+deb: deps
+	scripts/deb.sh $(PG)
+
+## make test-deb: builds the package of every major (DEB_MAJORS) and checks each with
+## tests/e2e/deb.sh: control fields, its files at Debian's paths, no maintainer scripts,
+## lintian, the library's links, and the library loading in that major's server. Only PostgreSQL 15 is a
+## Debian package on bookworm: apt-get cannot satisfy Depends: postgresql-16 (17, 18) here, so
+## those packages are built and checked, not installed. The 15 one goes the whole round trip:
+## apt-get install ./…deb (the development install set aside meanwhile, then put back), the
+## README's example purged by the worker, apt-get remove --purge, no file of it left.
+## CI runs it after make test. Not part of make e2e, which tests the development install.
+DEB_MAJORS ?= 15 16 17 18
+test-deb: deps
+	@set -e; for v in $(DEB_MAJORS); do \
+	  echo "== PostgreSQL $$v: make deb"; \
+	  pg_config=$$(scripts/pg-server.sh $$v); \
+	  PG_CONFIG=$$pg_config scripts/deb.sh $$v; \
+	  echo "== PostgreSQL $$v: tests/e2e/deb.sh"; \
+	  PG_CONFIG=$$pg_config tests/e2e/deb.sh; \
+	done
+
 regress: install
 	tests/golden.sh regress
 
@@ -76,7 +103,8 @@ isolation: install
 	tests/golden.sh isolation
 
 e2e: install
-	@set -e; for t in tests/e2e/[a-z]*.sh; do [ "$$t" = tests/e2e/lib.sh ] || { echo "== $$t"; $$t; }; done
+	@set -e; for t in tests/e2e/[a-z]*.sh; do \
+	  case $$t in tests/e2e/lib.sh|tests/e2e/deb.sh) ;; *) echo "== $$t"; $$t ;; esac; done
 
 ## make run: a local cluster (build/run) with jsonb_ttl preloaded and the demo loaded.
 run: deps install-release
