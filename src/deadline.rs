@@ -144,7 +144,13 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(250);
 /// Terminates the worker whose work is `overdue` after setting its table aside: a FATAL that
 /// no handler of the owner's catches. From the launcher.
 pub fn terminate(overdue: &Overdue, frequency_ms: i64) {
-    let until = crate::stats::set_aside(overdue.dboid, overdue.table, overdue.owner, frequency_ms);
+    let until = crate::stats::set_aside(
+        overdue.dboid,
+        overdue.table,
+        overdue.owner,
+        frequency_ms,
+        GRACE_MS,
+    );
     log!(
         "jsonb_ttl: the worker of database {} (pid {}) ran past jsonb_ttl.batch_timeout + {} ms \
          on table {}: terminating it; the table and its owner's other TTL tables are set aside \

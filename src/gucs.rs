@@ -1,6 +1,6 @@
 //! Every GUC of jsonb_ttl, in one place. All are `PGC_SIGHUP`: set them in postgresql.conf (or
 //! with ALTER SYSTEM) and apply them with `SELECT pg_reload_conf()`; the worker picks the new
-//! values up at its next wake-up, with no restart. The README's GUC table mirrors this file.
+//! values up at its next wake-up, with no restart. docs/configuration.md mirrors this file.
 
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 

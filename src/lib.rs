@@ -1,33 +1,18 @@
 //! jsonb_ttl: TTL indexes for tables of JSONB documents.
 //!
-//! Modules, bottom to top (no module imports one above it):
-//! - [`parse`]: the date-or-number grammar; [`path`]: resolving a TTL index's path to a column
-//!   and JSON keys; [`batch_size`]: the size of the worker's next batch; the purge decisions
-//!   of [`deleter`]; what `touch` writes and what a per-row TTL field means — pure Rust, in
-//!   the `jsonb_ttl_core` crate (core/).
-//! - [`jsonb_scalar`]: reading a jsonb datum in place.
-//! - [`error`]: errors with a SQLSTATE and a HINT.
-//! - [`functions`]: `ttl_timestamp`, `ttl_unix_timestamp`, `ttl_is_datestring`.
-//! - [`gucs`]: every GUC.
-//! - [`planner`]: the planner pins of our own statements, while they are planned only.
-//! - [`owner`]: running code as another role; [`txn`]: transactions and subtransactions the
-//!   worker opens itself.
-//! - [`row_ttl`]: the SQL of a per-row TTL field (its helpers, its expressions).
-//! - [`catalog`]: the `ttl_index` catalog, the reference-time expression, the parts of a TTL
-//!   index (see [`row_ttl`]), lookups.
-//! - [`deleter`]: batched deletes of the expired rows of one TTL index.
-//! - The options of a TTL index, one module each, each on the catalog: [`filter`], [`touch`],
-//!   [`build`] (`build => false`, adoption, the index DDL), [`hide`] (`hide_expired`),
-//!   [`partitions`] (`drop_partitions`, which the safety brake, [`brake`], holds too).
-//! - [`api`]: `ttl_index_create` / `alter` / `drop`, `ttl_expire_now`, `ttl_stats` support; beside
-//!   it, the other SQL functions: [`preview`] (`ttl_expire_preview`) and [`brake`]
-//!   (`ttl_index_resume`).
-//! - [`registry`], [`budget`], [`stats`]: shared memory (who serves which database, the
-//!   server-wide removal budget, statistics).
-//! - [`undeletable`]: rows the worker cannot delete, set aside and retried with backoff.
-//! - [`bgw`]: signals, latch waits and the batch time limit of our background workers;
-//!   [`deadline`]: the limit owner code cannot catch (the launcher terminates a stuck worker).
-//! - [`worker`]: the per-database worker; [`launcher`]: the launcher; [`hooks`]: DROP DATABASE.
+//! The rooms, bottom to top; a module imports only from rows below its own, never from this
+//! file (docs/architecture.md draws them, with a line each):
+//!
+//! ```text
+//! SQL face      api
+//! the work      create  alter  expire_now  preview          worker/{pass,visit,batch}  launcher/
+//! the options   spec  hide  tracking  partitions  brake     registry budget stats/ deadline
+//!               build  touch  filter  deleter  table        undeletable  hooks
+//! the catalog   catalog/ (TtlIndex, load, lookups)
+//! SQL text      reference  row_ttl  functions
+//! ground        extension citus owner planner txn bgw gucs preload error jsonb_scalar
+//! pure Rust     jsonb_ttl_core (core/): parse path batch_size purge touch row_ttl
+//! ```
 
 use pgrx::prelude::*;
 

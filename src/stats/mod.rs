@@ -159,13 +159,14 @@ pub fn record_oldest_expired(table: pg_sys::Oid, oldest: Option<TimestampWithTim
 /// Sets `table` of database `dboid`, and the other TTL tables of its `owner`, aside because a
 /// batch on it held its worker past its deadline (see [`crate::deadline`]), for a back-off that
 /// doubles with each time in a row:
-/// a minute (at least `frequency_ms`), two, four… at most an hour. From the launcher; returns
-/// the back-off.
+/// a minute (at least `frequency_ms`), two, four… at most an hour; `grace_ms` is how far past
+/// `batch_timeout` the deadline was. From the launcher; returns the back-off.
 pub fn set_aside(
     dboid: pg_sys::Oid,
     table: pg_sys::Oid,
     owner: pg_sys::Oid,
     frequency_ms: i64,
+    grace_ms: i64,
 ) -> Duration {
     let mut backoff = Duration::ZERO;
     update_entry_in(dboid.to_u32(), table, |entry| {
@@ -180,7 +181,7 @@ pub fn set_aside(
             &format!(
                 "a batch ran past jsonb_ttl.batch_timeout + {} ms (the owner's code went on after \
                  the cancel): its worker was terminated; set aside for {} s ({} time(s) in a row)",
-                crate::deadline::GRACE_MS,
+                grace_ms,
                 backoff.as_secs(),
                 entry.strikes
             ),
