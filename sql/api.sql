@@ -366,6 +366,8 @@ REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_index_role(oid, oid) FROM PUB
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_filter_refresh(oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_options_dropped(oid, boolean, boolean, boolean, oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_track_indexes(oid) FROM PUBLIC;
+-- Citus: what the coordinator's worker hands on to the worker nodes (docs/citus.md).
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_citus_receive(jsonb) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 

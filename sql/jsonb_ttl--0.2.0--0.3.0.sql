@@ -488,6 +488,26 @@ REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end() FROM PUB
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_options_dropped(oid, boolean, boolean, boolean, oid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_track_indexes(oid) FROM PUBLIC;
 
+-- Citus: the coordinator's worker hands the TTL indexes of hash-distributed tables on to the
+-- worker nodes (docs/citus.md); superusers only.
+CREATE FUNCTION jsonb_ttl_internal."_ttl_citus_receive"(
+	"payload" jsonb /* pgrx::datum::json::JsonB */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_citus_receive_wrapper';
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_citus_receive(jsonb) FROM PUBLIC;
+-- ... and ttl_expire_now(tbl) on the coordinator runs this on every worker node, as the caller.
+CREATE FUNCTION jsonb_ttl_internal."_ttl_expire_local"(
+	"tbl" oid, /* Oid */
+	"max_rows" bigint /* i64 */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_expire_local_wrapper';
+
 -- A schema where roles other than its owner may create objects is one where they can plant
 -- objects for whoever installs or updates an extension there: say so (docs/security.md).
 DO $$

@@ -6,7 +6,7 @@ use crate::catalog::TtlIndex;
 use crate::extension::Extension;
 use crate::spec::{check_drop_partitions, index_time_zone};
 use crate::table::{set_column, ttl_index_of, Table};
-use crate::{hide, partitions, touch, tracking};
+use crate::{citus, hide, partitions, touch, tracking};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
@@ -14,6 +14,7 @@ use pgrx::spi::quote_identifier;
 /// A new expire_after (the hiding policy, which has it written in, follows).
 pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Interval) {
     ttl_index_of(ext, table);
+    citus::check_managed_here(table.oid, &table.name);
     set_column(ext, table, "expire_after", expire_after.into());
     let current = ttl_index_of(ext, table);
     if current.hide_expired {
@@ -24,6 +25,7 @@ pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Int
 /// Turns dropping whole partitions on (`Some` mode) or off (see [`partitions`]).
 pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<partitions::Mode>) {
     let current = ttl_index_of(ext, table);
+    citus::check_options(table.oid, &table.name, false, false, mode.is_some(), false);
     if mode.is_some() {
         let reference = current
             .base_reference(ext)
@@ -50,6 +52,7 @@ pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<p
 /// the old one is dropped and the new one takes its name (ACCESS EXCLUSIVE, for an instant).
 pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     let current = ttl_index_of(ext, table);
+    citus::check_managed_here(table.oid, &table.name);
     let Some(zone) = index_time_zone(current.resolved.kind, Some(time_zone)) else {
         unreachable!("index_time_zone raises for a kind without a zone")
     };
@@ -117,6 +120,7 @@ fn rebuild(
 /// Turns touch on or off (see [`touch`]): the trigger is created or dropped, the index stays.
 pub(crate) fn set_touch(ext: &Extension, table: &Table, on: bool) {
     let current = ttl_index_of(ext, table);
+    citus::check_options(table.oid, &table.name, on, false, false, false);
     set_column(ext, table, "touch", on.into());
     match on {
         true => touch::install(ext, &current),
@@ -127,6 +131,7 @@ pub(crate) fn set_touch(ext: &Extension, table: &Table, on: bool) {
 /// Turns hide_expired on or off (see [`hide`]): the policies are created or dropped.
 pub(crate) fn set_hide_expired(ext: &Extension, table: &Table, on: bool) {
     let current = ttl_index_of(ext, table);
+    citus::check_options(table.oid, &table.name, false, on, false, false);
     if current.hide_expired == on {
         return;
     }

@@ -207,6 +207,20 @@ fn ttl_expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     expire_now::expire_now(tbl, max_rows)
 }
 
+/// On a Citus worker node: `ttl_expire_now(tbl, max_rows)` on the shards of `tbl` it holds, for
+/// the coordinator's `ttl_expire_now` (see [`expire_now`]). Executable by the caller: it
+/// checks the caller owns the table.
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_expire_local",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_expire_local(tbl: Oid, max_rows: i64) -> i64 {
+    expire_now::expire_local(tbl, max_rows)
+}
+
 /// `ttl_index_resume(tbl)`: lifts a pause of the safety brake on the TTL index of `tbl`, and
 /// releases the brake until a visit of the worker drains the table. For the table's owner.
 /// Returns whether the index was paused; an index that was not is left as it is (its brake

@@ -36,15 +36,26 @@ pub fn limit(rows: f64, fraction: f64, min_rows: i64) -> Option<i64> {
     Some((rows * fraction).ceil() as i64)
 }
 
-/// About how many rows `table` has: the planner's estimate (`reltuples`), or, for a table
-/// never vacuumed nor analyzed, the live rows the statistics have counted.
+/// About how many rows `table` has: the planner's estimate (`reltuples`, from the relation
+/// cache: no query of pg_class, which Citus filters shards out of), or, for a table never
+/// vacuumed nor analyzed, the live rows the statistics have counted.
 pub fn table_rows(table: Oid) -> f64 {
+    let reltuples = unsafe {
+        let relation = pgrx::pg_sys::RelationIdGetRelation(table);
+        if relation.is_null() {
+            return 0.0;
+        }
+        let reltuples = (*(*relation).rd_rel).reltuples;
+        pgrx::pg_sys::RelationClose(relation);
+        reltuples
+    };
+    if reltuples >= 0.0 {
+        return reltuples as f64;
+    }
+    // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is only
+    // the fallback)
     Spi::get_one_with_args::<f64>(
-        // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is
-        // only the fallback)
-        "SELECT CASE WHEN c.reltuples OPERATOR(pg_catalog.>=) 0 THEN c.reltuples::pg_catalog.float8 \
-                     ELSE pg_catalog.pg_stat_get_live_tuples(c.oid)::pg_catalog.float8 END \
-         FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        "SELECT pg_catalog.pg_stat_get_live_tuples($1)::pg_catalog.float8",
         &[table.into()],
     )
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot estimate the size of the table: {e}"))

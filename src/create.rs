@@ -45,6 +45,13 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
         let enabled_here = hide::install(ext, &ttl_index_of(ext, table));
         set_column(ext, table, "hide_enabled_row_security", enabled_here.into());
     }
+    if crate::citus::hash_distributed(table.oid) {
+        notice!(
+            "jsonb_ttl: {} is distributed: each node's worker purges the shards it holds, once \
+             the coordinator's worker has handed this TTL index on (at its next pass)",
+            table.name
+        );
+    }
     warn_unless_preloaded();
     true
 }
@@ -105,6 +112,7 @@ fn warn_unless_preloaded() {
 /// Drops the TTL index of `table`: its options' triggers and policies, its indexes, its entry.
 pub(crate) fn drop(ext: &Extension, table: &Table) -> bool {
     let current = ttl_index_of(ext, table);
+    crate::citus::check_managed_here(table.oid, &table.name);
     touch::remove(ext, &current);
     if current.hide_expired {
         hide::remove(&current, current.hide_enabled_row_security);

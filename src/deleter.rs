@@ -273,18 +273,6 @@ pub fn batch_settings(lock_timeout: &str) -> [(&'static CStr, &str); 1] {
     [(c"lock_timeout", lock_timeout)]
 }
 
-/// Runs `f` with `settings` in force; they end with `f` (rolled back, like a function's SET
-/// clause).
-pub fn with_settings<R>(settings: &[(&CStr, &str)], f: impl FnOnce() -> R) -> R {
-    let level = unsafe { pg_sys::NewGUCNestLevel() };
-    for (name, value) in settings {
-        crate::gucs::override_setting(name, value);
-    }
-    let result = f();
-    unsafe { pg_sys::AtEOXact_GUC(false, level) };
-    result
-}
-
 /// The most rows one statement of `delete_expired` removes: bounds the statement's array of
 /// row ids (6 bytes each) while the statements grow.
 const MAX_STATEMENT_ROWS: i64 = 1_000_000;

@@ -1,13 +1,16 @@
 //! `ttl_expire_now([tbl [, max_rows]])`: the caller's own purge, in the caller's transaction,
-//! with the worker's statements (see [`deleter::delete_expired`]).
+//! with the worker's statements (see [`deleter::delete_expired`]). On the Citus coordinator, a
+//! hash-distributed table is purged on every node that holds its shards, each node at most
+//! `max_rows`, through Citus's connections (each node's part commits on its own).
 
 use crate::catalog::{self, Scope};
 use crate::error::raise;
 use crate::extension::Extension;
-use crate::table::{owned_table, ttl_index_of};
-use crate::{deleter, gucs, owner};
+use crate::table::{owned_table, ttl_index_of, Table};
+use crate::{citus, deleter, gucs, owner};
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
+use pgrx::spi::quote_literal;
 use pgrx::PgSqlErrorCode;
 
 /// Removes the expired rows of the TTL index of `tbl` (of every table whose owner's
@@ -22,21 +25,95 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         );
     }
     let ext = Extension::current();
-    let indexes = match tbl {
-        Some(_) => {
-            let table = owned_table(tbl);
-            ttl_index_of(&ext, &table);
-            catalog::load(&ext, Some(table.oid), Scope::Targets)
-        }
-        None => catalog::load(&ext, None, Scope::Targets)
+    let Some(tbl) = tbl else {
+        let indexes = catalog::load(&ext, None, Scope::Targets)
             .into_iter()
             .filter(|index| owner::has_privileges_of(index.owner))
-            .collect(),
+            .collect::<Vec<_>>();
+        return expire_targets(&ext, &indexes, max_rows);
     };
+    let table = owned_table(Some(tbl));
+    ttl_index_of(&ext, &table);
+    let here = expire_targets(
+        &ext,
+        &catalog::load(&ext, Some(table.oid), Scope::Targets),
+        max_rows,
+    );
+    match citus::hash_distributed(table.oid) && citus::is_coordinator() {
+        true => here + on_worker_nodes(&ext, &table, max_rows),
+        false => here,
+    }
+}
+
+/// On a Citus worker node, for the coordinator's `ttl_expire_now(tbl)`: removes the expired rows
+/// of the shards of `tbl` this node holds, at most `max_rows`, as the caller.
+pub(crate) fn expire_local(tbl: Oid, max_rows: i64) -> i64 {
+    let ext = Extension::current();
+    let table = owned_table(Some(tbl));
+    if crate::table::existing(&ext, &table).is_none() {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the TTL index of {} has not reached this node yet",
+                table.name
+            ),
+            "The coordinator's worker hands it on at its next pass (jsonb_ttl.frequency).",
+        );
+    }
+    expire_targets(
+        &ext,
+        &catalog::load(&ext, Some(table.oid), Scope::Targets),
+        max_rows,
+    )
+}
+
+/// The rows removed on the Citus worker nodes from their shards of the hash-distributed
+/// `table` (each node at most `max_rows`), through Citus's connections as the caller.
+fn on_worker_nodes(ext: &Extension, table: &Table, max_rows: i64) -> i64 {
+    let command = format!(
+        "SELECT {}._ttl_expire_local({}::pg_catalog.regclass, {max_rows})",
+        ext.internal(),
+        quote_literal(&table.name)
+    );
+    let results: Vec<(bool, String, String)> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT success, result, \
+                        nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) nodeport \
+                 FROM pg_catalog.run_command_on_workers($1)",
+                None,
+                &[command.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| {
+                    let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
+                    Some((row.get::<bool>(1).ok()??, text(2), text(3)))
+                })
+                .collect()
+            })
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot reach the worker nodes: {e}"));
+    let mut removed = 0;
+    for (success, result, node) in results {
+        match (success, result.parse::<i64>()) {
+            (true, Ok(rows)) => removed += rows,
+            _ => raise(
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format!("ttl_expire_now failed on worker node {node}: {result}"),
+                "The rows removed on the other nodes stay removed.",
+            ),
+        }
+    }
+    removed
+}
+
+/// Removes the expired rows of `indexes`, at most `max_rows` in all, with the worker's first
+/// batch size; the rows removed.
+fn expire_targets(ext: &Extension, indexes: &[crate::catalog::TtlIndex], max_rows: i64) -> i64 {
     // the worker's first batch of a table it has not sized yet
     let batch_size = jsonb_ttl_core::batch_size::FIRST_ROWS.min(gucs::BATCH_SIZE.get() as i64);
     let mut removed: i64 = 0;
-    for index in &indexes {
+    for index in indexes {
         if removed >= max_rows {
             break;
         }
@@ -49,7 +126,7 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
             );
             continue;
         }
-        removed += deleter::delete_expired(&ext, index, batch_size, max_rows - removed) as i64;
+        removed += deleter::delete_expired(ext, index, batch_size, max_rows - removed) as i64;
     }
     removed
 }

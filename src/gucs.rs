@@ -257,3 +257,15 @@ pub fn override_setting(name: &std::ffi::CStr, value: &str) {
         );
     }
 }
+
+/// Runs `f` with `settings` in force; they end with `f` (rolled back, like a function's SET
+/// clause).
+pub fn with_settings<R>(settings: &[(&std::ffi::CStr, &str)], f: impl FnOnce() -> R) -> R {
+    let level = unsafe { pgrx::pg_sys::NewGUCNestLevel() };
+    for (name, value) in settings {
+        override_setting(name, value);
+    }
+    let result = f();
+    unsafe { pgrx::pg_sys::AtEOXact_GUC(false, level) };
+    result
+}

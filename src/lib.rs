@@ -28,6 +28,8 @@ pub mod brake;
 pub mod budget;
 pub mod build;
 pub mod catalog;
+pub mod citus;
+pub mod citus_sync;
 pub mod create;
 pub mod deadline;
 pub mod deleter;

@@ -62,6 +62,14 @@ impl<'a> IndexSpec<'a> {
             .row_ttl_path
             .map(|text| (text, row_ttl_field(table, text)));
         let drop_partitions = args.drop_partitions.and_then(partitions::Mode::from_arg);
+        crate::citus::check_options(
+            table.oid,
+            &table.name,
+            touch,
+            hide_expired,
+            drop_partitions.is_some(),
+            table.partitioned,
+        );
         let zoned_catalog = ext.has_time_zone();
         let zone = match zoned_catalog {
             true => index_time_zone(resolved.kind, args.time_zone),

@@ -121,17 +121,27 @@ fn index_ready_sql(name: &str) -> String {
                    AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
                         OR ttl.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
                              SELECT p.relid::pg_catalog.oid \
-                             FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p))))"
+                             FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p)) \
+                        OR i.indexrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass( \
+                             pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
+                             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
+                             pg_catalog.quote_ident(({name}) OPERATOR(pg_catalog.||) '_' \
+                               OPERATOR(pg_catalog.||) l.shardid::pg_catalog.text))))"
     )
 }
 
 /// The query of [`load`] (`$1`: the table, or NULL for all): one row per target of `scope`,
 /// in the columns [`from_row`] reads.
-fn load_sql(ext: &Extension, scope: Scope) -> String {
+fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     let target = match scope {
-        Scope::Entries => "(SELECT t.table_oid::pg_catalog.oid AS relid)".to_string(),
+        Scope::Entries => {
+            "(SELECT t.table_oid::pg_catalog.oid AS relid, NULL::pg_catalog.int8 AS shardid)"
+                .to_string()
+        }
+        Scope::Targets if citus => crate::citus::targets_sql(&ext.internal()),
         Scope::Targets => format!(
-            "(SELECT relid::pg_catalog.oid FROM {}._ttl_targets(t.table_oid) relid)",
+            "(SELECT relid::pg_catalog.oid AS relid, NULL::pg_catalog.int8 AS shardid \
+              FROM {}._ttl_targets(t.table_oid) relid)",
             ext.internal()
         ),
     };
@@ -172,7 +182,8 @@ fn load_sql(ext: &Extension, scope: Scope) -> String {
                    AND ra.attname::pg_catalog.text OPERATOR(pg_catalog.=) \
                        (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text)), \
                 {row_ready}, \
-                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text \
+                pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text, \
+                l.shardid \
          FROM {ext}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -241,16 +252,28 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
             .ok()
             .flatten()
             .and_then(|mode| PartitionMode::from_name(&mode)),
+        shard: row.get::<i64>(31).ok().flatten(),
     }
 }
 
-/// Loads the TTL index of `table` (the table it was created on), or all of them.
+/// Loads the TTL index of `table` (the table it was created on), or all of them. Under Citus,
+/// the targets of a hash-distributed table are the shards this node holds (see
+/// [`crate::citus`]), which only a session that asks may see in `pg_class`.
 pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
-    let sql = load_sql(ext, scope);
+    let citus = crate::citus::present();
+    let sql = load_sql(ext, scope, citus);
+    let settings: &[_] = match citus {
+        true => &crate::citus::SHOW_SHARDS,
+        false => &[],
+    };
+    crate::gucs::with_settings(settings, || load_rows(&sql, table, scope))
+}
+
+fn load_rows(sql: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
     Spi::connect(|client| {
         let table_arg: Option<Oid> = table;
         client
-            .select(&sql, None, &[table_arg.into()])
+            .select(sql, None, &[table_arg.into()])
             .expect("the TTL catalog is readable")
             .map(|row| from_row(&row))
             .flat_map(|index| match scope {

@@ -60,6 +60,8 @@ pub struct TtlIndex {
     pub part: Part,
     /// Expired partitions are dropped or detached whole (see [`crate::partitions`]).
     pub drop_partitions: Option<PartitionMode>,
+    /// The Citus shard `table` is, of the hash-distributed table `root` (see [`crate::citus`]).
+    pub shard: Option<i64>,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).
@@ -126,6 +128,15 @@ pub enum Part {
 }
 
 impl TtlIndex {
+    /// The table whose statistics a visit of this target counts in: the table itself, or for
+    /// a Citus shard its distributed table, which `ttl_stats` shows once per node.
+    pub fn stats_table(&self) -> Oid {
+        match self.shard {
+            Some(_) => self.root,
+            None => self.table,
+        }
+    }
+
     /// What the worker keys its prepared statements and brake checks by: the table, and the
     /// part of its rows this target purges.
     pub fn target(&self) -> (Oid, Part) {

@@ -154,7 +154,97 @@ fn ttl_stats_rows() -> TableIterator<
         name!(set_aside, Option<String>),
     ),
 > {
-    TableIterator::new(visible_entries())
+    let mut rows = visible_entries();
+    add_worker_nodes(&mut rows);
+    TableIterator::new(rows)
+}
+
+/// On the Citus coordinator, adds to `rows` what the worker nodes count for their shards of
+/// each hash-distributed table (their `ttl_stats`, read as the caller through Citus's
+/// connections): the table shows once, summed over its placements; the last error names its
+/// node. A node that cannot be reached adds nothing. Each node's own `ttl_stats` has its part.
+fn add_worker_nodes(rows: &mut Vec<StatsRow>) {
+    if !crate::citus::present() || !crate::citus::is_coordinator() {
+        return;
+    }
+    let Some(ext) = crate::extension::Extension::find() else {
+        return;
+    };
+    let distributed = Spi::get_one::<bool>(&format!(
+        "SELECT EXISTS (SELECT FROM {ext}.ttl_index t JOIN pg_catalog.pg_dist_partition d \
+                        ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+                        WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")"
+    ));
+    if distributed != Ok(Some(true)) {
+        return;
+    }
+    let remote = format!(
+        "SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_array( \
+                (SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c \
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                 WHERE c.oid OPERATOR(pg_catalog.=) ttl_table::pg_catalog.oid), \
+                runs, rows_deleted, last_run_at, last_rows_deleted, limit_reached, errors, \
+                last_error, oldest_expired)), '[]') \
+         FROM {ext}.ttl_stats WHERE table_name OPERATOR(pg_catalog.=) ttl_table"
+    );
+    let sql = "SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 0)::pg_catalog.oid, \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 1)::pg_catalog.int8)::pg_catalog.int8, \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 2)::pg_catalog.int8)::pg_catalog.int8, \
+                      pg_catalog.max((e OPERATOR(pg_catalog.->>) 3)::pg_catalog.timestamptz), \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 4)::pg_catalog.int8)::pg_catalog.int8, \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 5)::pg_catalog.int8)::pg_catalog.int8, \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 6)::pg_catalog.int8)::pg_catalog.int8, \
+                      (pg_catalog.array_agg(r.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) \
+                          r.nodeport OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) \
+                          (e OPERATOR(pg_catalog.->>) 7) \
+                        ORDER BY (e OPERATOR(pg_catalog.->>) 3)::pg_catalog.timestamptz DESC NULLS LAST) \
+                       FILTER (WHERE (e OPERATOR(pg_catalog.->>) 7) IS NOT NULL))[1], \
+                      pg_catalog.min((e OPERATOR(pg_catalog.->>) 8)::pg_catalog.timestamptz) \
+               FROM pg_catalog.run_command_on_workers($1) r, \
+                    pg_catalog.json_array_elements(r.result::pg_catalog.json) e \
+               WHERE r.success GROUP BY 1";
+    let added: Vec<StatsRow> = Spi::connect(|client| {
+        client
+            .select(sql, None, &[remote.into()])
+            .map(|found| {
+                found
+                    .filter_map(|row| {
+                        let n = |i| row.get::<i64>(i).ok().flatten().unwrap_or(0);
+                        Some((
+                            row.get::<pg_sys::Oid>(1).ok()??,
+                            n(2),
+                            n(3),
+                            row.get::<TimestampWithTimeZone>(4).ok().flatten(),
+                            n(5),
+                            n(6),
+                            n(7),
+                            row.get::<String>(8).ok().flatten(),
+                            row.get::<TimestampWithTimeZone>(9).ok().flatten(),
+                            None,
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    for node in added {
+        match rows.iter_mut().find(|row| row.0 == node.0) {
+            Some(here) => {
+                here.1 += node.1;
+                here.2 += node.2;
+                here.3 = here.3.max(node.3);
+                here.4 += node.4;
+                here.5 += node.5;
+                here.6 += node.6;
+                here.7 = here.7.take().or(node.7);
+                here.8 = match (here.8, node.8) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => rows.push(node),
+        }
+    }
 }
 
 /// What the `ttl_stats` view of an older version's SQL calls (a database not yet updated with

@@ -194,14 +194,20 @@ impl Frame {
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
         let expire_after = self.expire_after(index)?;
-        deleter::with_settings(&settings, || {
+        gucs::with_settings(&settings, || {
             // The DELETE's own lock, taken first (within lock_timeout).
             unsafe {
                 pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
             };
             // A partition dropped or detached since the pass began: nothing to purge.
             let current = catalog::with_current_names(index)?;
-            if index.table != index.root && !catalog::is_partition_of(index.table, index.root) {
+            if let Some(shard) = index.shard {
+                if !crate::citus::holds_placement(shard) {
+                    return None; // moved to another node since the pass began
+                }
+            } else if index.table != index.root
+                && !catalog::is_partition_of(index.table, index.root)
+            {
                 return None; // detached since the pass began: no longer this TTL index's
             }
             let owner = owner::table_owner(index.table)?;

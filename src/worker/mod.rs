@@ -22,7 +22,7 @@ use crate::deleter::Batch;
 use crate::extension::Extension;
 use crate::txn::in_transaction;
 use crate::undeletable::Undeletable;
-use crate::{gucs, registry, stats};
+use crate::{citus_sync, gucs, registry, stats};
 use batch::{Frame, Prepared};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
@@ -64,6 +64,8 @@ struct Worker {
     /// Tables whose oldest expired time is recorded in the statistics (see
     /// [`stats::tables_with_oldest_expired`]).
     lagging: std::collections::HashSet<Oid>,
+    /// What the coordinator last handed on to the Citus worker nodes (see [`citus_sync`]).
+    citus_sent: citus_sync::Sent,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -152,6 +154,15 @@ fn start(dboid: Oid, created_by: pg_sys::TransactionId) -> bool {
     unsafe { pg_sys::before_shmem_exit(Some(unregister_on_exit), pg_sys::Datum::from(0)) };
     // Everything the worker runs names its schema; nothing resolves through search_path.
     let _ = in_transaction(|| Spi::run("SET search_path = pg_catalog, pg_temp"));
+    // Under Citus, shards are hidden from pg_class in a session Citus does not know as its
+    // own; the worker looks its shards up there (see crate::citus).
+    let _ = in_transaction(|| {
+        Spi::run(
+            "SELECT pg_catalog.set_config('citus.override_table_visibility', 'off', false) \
+             WHERE pg_catalog.current_setting('citus.override_table_visibility', true) \
+                   IS NOT NULL",
+        )
+    });
     if created_by != pg_sys::InvalidTransactionId {
         // CREATE EXTENSION wakes the launcher before it commits.
         wait_for_transaction(created_by);
@@ -173,6 +184,7 @@ impl Worker {
             paused_roots: Default::default(),
             brake_checked: Default::default(),
             lagging: stats::tables_with_oldest_expired(),
+            citus_sent: Default::default(),
         }
     }
 

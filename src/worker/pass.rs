@@ -11,7 +11,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
 use crate::extension::Extension;
 use crate::txn::in_transaction;
-use crate::{deleter, gucs, owner, partitions, registry, stats, tracking};
+use crate::{citus_sync, deleter, gucs, owner, partitions, registry, stats, tracking};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -24,6 +24,9 @@ impl Worker {
             return;
         };
         self.waiting_for_restore = false;
+        if let Err(e) = in_transaction(|| citus_sync::send(ext, &mut self.citus_sent)) {
+            log!("jsonb_ttl: cannot hand the TTL indexes of distributed tables on: {e}");
+        }
         self.paused_roots.clear();
         let started = Instant::now();
         let indexes = self.drop_expired_partitions(ext, indexes);
@@ -170,7 +173,7 @@ impl Worker {
             started: Instant::now(),
         };
         let probed = in_transaction(|| {
-            deleter::with_settings(&settings, || {
+            gucs::with_settings(&settings, || {
                 indexes
                     .iter()
                     .zip(set_aside)

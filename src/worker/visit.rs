@@ -146,7 +146,7 @@ impl Worker {
             Ok(Some(outcome)) => {
                 let n = outcome.deleted;
                 budget::give_back(granted - n as i64);
-                stats::record_batch(index.table, n);
+                stats::record_batch(index.stats_table(), n);
                 visit.removed += n;
                 let took = batch_started.elapsed();
                 let max = gucs::BATCH_SIZE.get() as i64;
@@ -285,7 +285,7 @@ pub(super) fn report(
         );
     }
     stats::record_run(&stats::Run {
-        table: index.table,
+        table: index.stats_table(),
         rows_deleted: removed,
         limit_reached: limit != Limit::None,
         error: error.or(note).as_deref(),

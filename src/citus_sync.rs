@@ -1,0 +1,193 @@
+//! Handing the TTL indexes of hash-distributed tables on to the Citus worker nodes, so each
+//! node's own worker purges the shards it holds, with or without the coordinator up.
+//!
+//! The coordinator's catalog is the authority. Each pass, the coordinator's worker sends the
+//! definitions of its TTL indexes on hash-distributed tables to every worker node
+//! (`run_command_on_workers`), when they or the nodes changed since the last sending that
+//! reached every node, and at least every [`RESEND`]: a node added later, or one that was down,
+//! gets them at the next pass. A node keeps what it received ([`ttl_citus_receive`]): its
+//! catalog rows of hash-distributed tables become exactly the definitions sent — the table
+//! named by its qualified name, which Citus keeps the same on every node and which resolves
+//! there to the node's own shell of that distributed table — and its own brake state stays.
+//! A rolled back `ttl_index_create` is never sent: only committed rows are read.
+
+use crate::extension::Extension;
+use crate::{citus, owner};
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+use std::time::{Duration, Instant};
+
+/// The longest the coordinator goes without sending the definitions again.
+pub const RESEND: Duration = Duration::from_secs(300);
+
+/// The catalog columns that define a TTL index, sent to the worker nodes; the others
+/// (`paused_at`, `paused_reason`, `brake_released`, `created_at`, `hide_enabled_row_security`)
+/// are each node's own.
+const DEFINITION: &[&str] = &[
+    "column_name",
+    "json_path",
+    "path",
+    "expire_after",
+    "numeric_unit",
+    "index_name",
+    "time_zone",
+    "filter",
+    "filter_sql",
+    "touch",
+    "hide_expired",
+    "row_ttl_path",
+    "row_ttl_column",
+    "row_ttl_json_path",
+    "row_ttl_index_name",
+    "drop_partitions",
+];
+
+/// What the coordinator sent last, and when: sent again only when it changed or is old.
+#[derive(Default)]
+pub struct Sent {
+    last: Option<(String, Instant)>,
+}
+
+/// On the coordinator, sends the definitions of the TTL indexes of hash-distributed tables to
+/// the worker nodes when needed (see the module's text). Errors are logged; the next pass
+/// tries again.
+pub fn send(ext: &Extension, sent: &mut Sent) {
+    if !citus::present() || !citus::is_coordinator() {
+        return;
+    }
+    let Some(payload) = payload(ext) else {
+        return;
+    };
+    if sent
+        .last
+        .as_ref()
+        .is_some_and(|(last, at)| *last == payload && at.elapsed() < RESEND)
+    {
+        return;
+    }
+    let command = format!(
+        "SELECT {}._ttl_citus_receive({}::pg_catalog.jsonb)",
+        ext.internal(),
+        pgrx::spi::quote_literal(&payload)
+    );
+    let failed: Vec<String> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) nodeport \
+                        OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) result \
+                 FROM pg_catalog.run_command_on_workers($1) WHERE NOT success",
+                None,
+                &[command.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<String>(1).ok().flatten())
+                    .collect()
+            })
+    })
+    .unwrap_or_else(|e| vec![e.to_string()]);
+    match failed.is_empty() {
+        true => sent.last = Some((payload, Instant::now())),
+        false => log!(
+            "jsonb_ttl: cannot hand the TTL indexes of distributed tables on to: {}",
+            failed.join("; ")
+        ),
+    }
+}
+
+/// The definitions to send, with the list of worker nodes (so a node added changes it): a
+/// JSON object, or `None` when it cannot be read.
+fn payload(ext: &Extension) -> Option<String> {
+    let keys: Vec<String> = DEFINITION.iter().map(|c| format!("'{c}'")).collect();
+    Spi::get_one::<String>(&format!(
+        "SELECT pg_catalog.jsonb_build_object( \
+           'nodes', (SELECT pg_catalog.jsonb_agg(n.nodeid ORDER BY n.nodeid) \
+                     FROM pg_catalog.pg_dist_node n WHERE n.isactive), \
+           'indexes', coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object( \
+                        'table', t.table_oid::pg_catalog.regclass::pg_catalog.text, \
+                        'definition', (SELECT pg_catalog.jsonb_object_agg(k.key, k.value) \
+                                       FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
+                                       WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.text[]))) \
+                        ORDER BY t.table_oid::pg_catalog.regclass::pg_catalog.text) \
+                      FROM {ext}.ttl_index t \
+                      JOIN pg_catalog.pg_dist_partition d \
+                        ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+                      WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\"), \
+                      '[]'::pg_catalog.jsonb))::pg_catalog.text",
+        keys.join(", ")
+    ))
+    .unwrap_or_else(|e| {
+        log!("jsonb_ttl: cannot read the TTL indexes of distributed tables: {e}");
+        None
+    })
+}
+
+/// On a worker node: makes its catalog rows of hash-distributed tables exactly the
+/// definitions the coordinator sent (`payload`, from [`send`]); returns how many rows changed.
+/// Superusers only (the coordinator's worker; EXECUTE is revoked from PUBLIC).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_citus_receive",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_citus_receive(payload: pgrx::JsonB) -> i64 {
+    if !unsafe { pgrx::pg_sys::superuser() } {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "only the coordinator's jsonb_ttl worker hands TTL indexes on",
+            "This runs on Citus worker nodes, called by the coordinator.",
+        );
+    }
+    if !citus::present() || citus::is_coordinator() {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "this node is not a Citus worker node",
+            "The coordinator's catalog is the authority; it is not overwritten.",
+        );
+    }
+    let ext = Extension::current();
+    let sets: Vec<String> = DEFINITION
+        .iter()
+        .map(|c| format!("{c} = EXCLUDED.{c}"))
+        .collect();
+    let changed: Vec<String> = DEFINITION.iter().map(|c| format!("t.{c}")).collect();
+    let excluded: Vec<String> = DEFINITION.iter().map(|c| format!("EXCLUDED.{c}")).collect();
+    let sql = format!(
+        "WITH sent AS ( \
+           SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text) AS rel, \
+                  e OPERATOR(pg_catalog.->) 'definition'::pg_catalog.text AS definition \
+           FROM pg_catalog.jsonb_array_elements($1 OPERATOR(pg_catalog.->) 'indexes'::pg_catalog.text) e), \
+         distributed AS ( \
+           SELECT s.rel, s.definition FROM sent s \
+           JOIN pg_catalog.pg_dist_partition d ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) s.rel::pg_catalog.oid \
+           WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\"), \
+         gone AS ( \
+           DELETE FROM {ext}.ttl_index t USING pg_catalog.pg_dist_partition d \
+           WHERE d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+             AND d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
+             AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT rel::pg_catalog.oid FROM distributed)) \
+           RETURNING 1), \
+         kept AS ( \
+           INSERT INTO {ext}.ttl_index AS t \
+           SELECT (pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, \
+                     x.definition OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object( \
+                       'table_oid', x.rel::pg_catalog.oid::pg_catalog.text, \
+                       'created_at', pg_catalog.now(), 'brake_released', false, \
+                       'hide_enabled_row_security', false))).* \
+           FROM distributed x \
+           ON CONFLICT (table_oid) DO UPDATE SET {} \
+           WHERE ({}) IS DISTINCT FROM ({}) \
+           RETURNING 1) \
+         SELECT (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.+) \
+                (SELECT pg_catalog.count(*) FROM kept)",
+        sets.join(", "),
+        changed.join(", "),
+        excluded.join(", ")
+    );
+    owner::as_catalog_owner(ext.owner(), || {
+        Spi::get_one_with_args::<i64>(&sql, &[payload.into()])
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL indexes sent: {e}"))
+    .unwrap_or(0)
+}
