@@ -6,8 +6,8 @@
 //! ```text
 //! SQL face      api
 //! the work      create  alter  expire_now  preview          worker/{pass,visit,batch}  launcher/
-//! the options   spec  hide  tracking  partitions  brake     registry budget stats/ deadline
-//!               build  touch  filter  deleter  table        undeletable  hooks
+//! the options   spec  hide  tracking  partitions  brake     citus_sync registry budget stats/
+//!               build  touch  filter  deleter  table        deadline undeletable hooks
 //! the catalog   catalog/ (TtlIndex, load, lookups)
 //! SQL text      reference  row_ttl  functions
 //! ground        extension citus owner planner txn bgw gucs preload error jsonb_scalar
