@@ -178,6 +178,11 @@ fn add_worker_nodes(rows: &mut Vec<StatsRow>) {
     if distributed != Ok(Some(true)) {
         return;
     }
+    merge(rows, worker_node_rows(&ext));
+}
+
+/// What the worker nodes' `ttl_stats` say of the hash-distributed tables, one row a table.
+fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
     let remote = format!(
         "SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_array( \
                 (SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c \
@@ -203,7 +208,7 @@ fn add_worker_nodes(rows: &mut Vec<StatsRow>) {
                FROM pg_catalog.run_command_on_workers($1) r, \
                     pg_catalog.json_array_elements(r.result::pg_catalog.json) e \
                WHERE r.success GROUP BY 1";
-    let added: Vec<StatsRow> = Spi::connect(|client| {
+    Spi::connect(|client| {
         client
             .select(sql, None, &[remote.into()])
             .map(|found| {
@@ -226,7 +231,11 @@ fn add_worker_nodes(rows: &mut Vec<StatsRow>) {
                     .collect()
             })
             .unwrap_or_default()
-    });
+    })
+}
+
+/// Adds each of `added` to the row of its table in `rows` (summed), or as a row of its own.
+fn merge(rows: &mut Vec<StatsRow>, added: Vec<StatsRow>) {
     for node in added {
         match rows.iter_mut().find(|row| row.0 == node.0) {
             Some(here) => {
