@@ -131,6 +131,48 @@ AS $$
     SELECT @extschema@.ttl_index_alter(tbl, jsonb_ttl_internal._ttl_seconds(expire_after))
 $$;
 
+-- expire_after as people type it first, an untyped literal ('1 day', '3600', '86400.5'): the
+-- interval and numeric overloads would tie on it, so a text one takes it, read as PostgreSQL
+-- reads an interval (a bare number is seconds, as in the numeric overload).
+CREATE FUNCTION jsonb_ttl_internal._ttl_interval(expire_after text)
+RETURNS interval
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN expire_after::pg_catalog.interval;
+EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+    RAISE EXCEPTION 'expire_after must be an interval or a number of seconds, not %',
+                    pg_catalog.quote_literal(expire_after)
+        USING ERRCODE = '22023',
+              HINT = 'Write it as PostgreSQL reads an interval (''30 days'', ''90 minutes'', ''P1D'') or as seconds (''3600'').';
+END
+$$;
+
+CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after text,
+                                 numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
+                                 filter text DEFAULT NULL, touch boolean DEFAULT false,
+                                 build boolean DEFAULT true, hide_expired boolean DEFAULT false,
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after),
+                                        numeric_unit, time_zone, filter, touch, build, hide_expired,
+                                        row_ttl_path, drop_partitions)
+$$;
+COMMENT ON FUNCTION ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text) IS
+  'Creates the TTL index of a table, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
+
+CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after text)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_alter(tbl, jsonb_ttl_internal._ttl_interval(expire_after))
+$$;
+
 CREATE FUNCTION ttl_index_drop(tbl regclass)
 RETURNS boolean
 LANGUAGE sql VOLATILE
