@@ -36,24 +36,50 @@ pub fn limit(rows: f64, fraction: f64, min_rows: i64) -> Option<i64> {
     Some((rows * fraction).ceil() as i64)
 }
 
-/// About how many rows `table` has: the planner's estimate (`reltuples`, from the relation
-/// cache: no query of pg_class, which Citus filters shards out of), or, for a table never
-/// vacuumed nor analyzed, the live rows the statistics have counted.
+/// About how many rows `table` has now: what the planner estimates (`reltuples` scaled by the
+/// pages the table has now, as `estimate_rel_size` does: a table that grew since its last
+/// ANALYZE counts at its size now), capped by the live rows the statistics count (pages that
+/// a mass UPDATE filled with dead versions hold no more rows). Without `reltuples` (never
+/// vacuumed nor analyzed), the live rows counted. From the relation cache: no query of
+/// pg_class, which Citus filters shards out of.
 pub fn table_rows(table: Oid) -> f64 {
-    let reltuples = unsafe {
+    let Some((reltuples, relpages, pages)) = sizes(table) else {
+        return 0.0;
+    };
+    let live = live_rows(table);
+    let planned = match (reltuples >= 0.0, relpages > 0) {
+        (true, true) => reltuples / relpages as f64 * pages as f64,
+        (true, false) => reltuples,
+        // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is only
+        // the fallback, and the cap)
+        (false, _) => return live,
+    };
+    match live > 0.0 {
+        true => planned.min(live),
+        false => planned,
+    }
+}
+
+/// `reltuples`, `relpages` and the pages `table` has now, or `None` when it is gone.
+fn sizes(table: Oid) -> Option<(f64, i32, u32)> {
+    unsafe {
         let relation = pgrx::pg_sys::RelationIdGetRelation(table);
         if relation.is_null() {
-            return 0.0;
+            return None;
         }
-        let reltuples = (*(*relation).rd_rel).reltuples;
+        let rel = &*(*relation).rd_rel;
+        let (reltuples, relpages) = (rel.reltuples as f64, rel.relpages);
+        let pages = pgrx::pg_sys::RelationGetNumberOfBlocksInFork(
+            relation,
+            pgrx::pg_sys::ForkNumber::MAIN_FORKNUM,
+        );
         pgrx::pg_sys::RelationClose(relation);
-        reltuples
-    };
-    if reltuples >= 0.0 {
-        return reltuples as f64;
+        Some((reltuples, relpages, pages))
     }
-    // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is only
-    // the fallback)
+}
+
+/// The live rows of `table` the statistics count (`n_live_tup`).
+fn live_rows(table: Oid) -> f64 {
     Spi::get_one_with_args::<f64>(
         "SELECT pg_catalog.pg_stat_get_live_tuples($1)::pg_catalog.float8",
         &[table.into()],

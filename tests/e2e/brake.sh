@@ -87,4 +87,35 @@ wait_for "the worker purges slow's backlog, 100 rows a pass" 10 going
 q brake -c "SELECT FROM ttl_index_alter('slow', interval '1 minute')"
 slow_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'slow'::regclass")" = t ]; }
 wait_for "a wrong expire_after on it (all rows expired) pauses it at once" 10 slow_paused
+echo "== a table that only grows is measured at its size now, not at its last ANALYZE"
+q postgres -c "ALTER SYSTEM RESET jsonb_ttl.max_table_removes" -c "SELECT pg_reload_conf()" >/dev/null
+# Issue 25: a table fed for a while after its first (auto)ANALYZE holds far more rows than
+# reltuples says; its steady quarter of expired rows must not look like a mass expiry.
+q brake <<'SQL'
+CREATE TABLE growing (id int PRIMARY KEY, doc jsonb) WITH (autovacuum_enabled = off);
+INSERT INTO growing SELECT g, jsonb_build_object('seen', now()) FROM generate_series(1, 10000) g;
+ANALYZE growing;
+-- then 30,000 more, 12,000 of them already expired: 30 % of 40,000, but 120 % of reltuples
+INSERT INTO growing SELECT g, jsonb_build_object('seen', now() - CASE WHEN g <= 22000 THEN interval '3 days' ELSE interval '0' END)
+FROM generate_series(10001, 40000) g;
+SQL
+expect_eq "reltuples still says 10,000" 10000 "$(q brake -c "SELECT reltuples::int FROM pg_class WHERE oid = 'growing'::regclass")"
+q brake -c "SELECT FROM ttl_index_create('growing', 'seen', interval '1 day')"
+eventually_eq "its 12,000 expired rows are purged, not paused" 10 28000 brake "SELECT count(*) FROM growing"
+expect_eq "not paused" f "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'growing'::regclass")"
+# and a shortened expire_after on the grown table still pauses it (all 28,000 rows at once)
+q brake -c "SELECT FROM ttl_index_alter('growing', interval '1 second')" -c "SELECT pg_sleep(1.1)" >/dev/null
+growing_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'growing'::regclass")" = t ]; }
+wait_for "a wrong expire_after on the grown table still pauses it" 10 growing_paused
+expect_eq "with its rows still there" 28000 "$(q brake -c "SELECT count(*) FROM growing")"
+# a mass UPDATE doubles the pages without adding a row: measured by its live rows, it still pauses
+q brake >/dev/null <<'SQL'
+SELECT ttl_index_drop('growing');
+VACUUM ANALYZE growing;
+UPDATE growing SET doc = jsonb_build_object('seen', now() - interval '3 days') WHERE id <= 10000 OR id > 30000;  -- 20,000 of 28,000
+SQL
+sleep 1  # the UPDATE's statistics (its dead rows, the live ones unchanged) reach the counters
+q brake -c "SELECT FROM ttl_index_create('growing', 'seen', interval '1 day')"
+wait_for "a mass UPDATE without ANALYZE (pages doubled) still pauses it" 10 growing_paused
+expect_eq "with its rows still there" 28000 "$(q brake -c "SELECT count(*) FROM growing")"
 finish
