@@ -101,7 +101,7 @@ CREATE FUNCTION jsonb_ttl_internal."_ttl_stats"() RETURNS TABLE (
 	"oldest_expired" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
 	"set_aside" TEXT  /* Option < String > */
 )
-STRICT VOLATILE PARALLEL SAFE  
+STRICT VOLATILE PARALLEL RESTRICTED  
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_stats_rows_wrapper';

@@ -35,6 +35,20 @@ pub fn hash_distributed(table: Oid) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether `table` is a Citus table of any kind, or a shard of one.
+fn citus_table(table: Oid) -> bool {
+    present()
+        && Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition \
+                            WHERE logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1) \
+                 OR pg_catalog.relation_is_a_known_shard($1::pg_catalog.regclass)",
+            &[table.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
 /// Whether this node is the Citus coordinator (or Citus is not here: a single server).
 pub fn is_coordinator() -> bool {
     !present()
@@ -47,6 +61,11 @@ pub fn is_coordinator() -> bool {
 /// The settings our catalog reads need under Citus: shards are hidden from `pg_class` in
 /// every session Citus does not know as its own, and the worker looks them up there.
 pub const SHOW_SHARDS: [(&std::ffi::CStr, &str); 1] = [(c"citus.override_table_visibility", "off")];
+
+/// How long a connection to a worker node may take to open, for the sending and for the
+/// worker nodes' statistics (Citus waits 30 s by default).
+pub const CONNECT_TIMEOUT: [(&std::ffi::CStr, &str); 1] =
+    [(c"citus.node_connection_timeout", "2000")];
 
 /// The SQL of the tables rows are deleted from for the catalog row `t` (`relid`, and
 /// `shardid` for a shard, else NULL): the table and its leaf partitions (`_ttl_targets` in
@@ -77,7 +96,7 @@ pub fn targets_sql(internal: &str) -> String {
 /// Raises when `table` (`name`) is hash-distributed and this node is not the coordinator: the
 /// coordinator's catalog is the authority, which its worker hands on to the other nodes.
 pub fn check_managed_here(table: Oid, name: &str) {
-    if hash_distributed(table) && !is_coordinator() {
+    if citus_table(table) && !is_coordinator() {
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             format!(
@@ -100,10 +119,10 @@ pub fn check_options(
     drop_partitions: bool,
     partitioned: bool,
 ) {
+    check_managed_here(table, name);
     if !hash_distributed(table) {
         return;
     }
-    check_managed_here(table, name);
     let refuse = |what: &str, hint: &str| -> ! {
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -111,6 +130,13 @@ pub fn check_options(
             hint.to_string(),
         )
     };
+    if replicated(table) {
+        refuse(
+            "jsonb_ttl does not purge a table whose shards have several copies",
+            "Each copy would be purged on its own node, apart from the others: use streaming \
+             replication for high availability (citus.shard_replication_factor = 1).",
+        );
+    }
     if partitioned {
         refuse(
             "jsonb_ttl does not purge a partitioned table",
@@ -137,6 +163,36 @@ pub fn check_options(
             "Rows are deleted one by one, on every shard.",
         );
     }
+}
+
+/// Whether the shards of the hash-distributed `table` are replicated by Citus itself
+/// (statement-based replication: several active placements of one shard).
+fn replicated(table: Oid) -> bool {
+    Spi::get_one_with_args::<bool>(
+        "SELECT repmodel OPERATOR(pg_catalog.<>) 's'::pg_catalog.\"char\" \
+         FROM pg_catalog.pg_dist_partition WHERE logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+        &[table.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+/// Whether this node holds an active placement of a shard of the hash-distributed `table`.
+pub fn holds_shards_of(table: Oid) -> bool {
+    present()
+        && Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_shard s \
+                            JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid \
+                            WHERE s.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+                              AND p.shardstate OPERATOR(pg_catalog.=) 1 \
+                              AND p.groupid OPERATOR(pg_catalog.=) \
+                                  (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+            &[table.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
 }
 
 /// Whether this node still holds an active placement of `shard`: one moved away since the

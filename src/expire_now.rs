@@ -51,6 +51,9 @@ pub(crate) fn expire_local(tbl: Oid, max_rows: i64) -> i64 {
     let ext = Extension::current();
     let table = owned_table(Some(tbl));
     if crate::table::existing(&ext, &table).is_none() {
+        if citus::present() && !citus::holds_shards_of(table.oid) {
+            return 0; // nothing of it here (a node added since, not handed on yet)
+        }
         raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!(
@@ -71,7 +74,7 @@ pub(crate) fn expire_local(tbl: Oid, max_rows: i64) -> i64 {
 /// `table` (each node at most `max_rows`), through Citus's connections as the caller.
 fn on_worker_nodes(ext: &Extension, table: &Table, max_rows: i64) -> i64 {
     let command = format!(
-        "SELECT {}._ttl_expire_local({}::pg_catalog.regclass, {max_rows})",
+        "SELECT {}._ttl_expire_local({}::pg_catalog.regclass, {max_rows}::pg_catalog.int8)",
         ext.internal(),
         quote_literal(&table.name)
     );

@@ -133,7 +133,7 @@ fn access_of(table: pg_sys::Oid) -> Option<Access> {
 /// Reads shared memory and the system catalogs only: no owner code runs.
 #[pg_extern(
     volatile,
-    parallel_safe,
+    parallel_restricted,
     name = "_ttl_stats",
     schema = "jsonb_ttl_internal"
 )]
@@ -189,8 +189,12 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
                  WHERE c.oid OPERATOR(pg_catalog.=) ttl_table::pg_catalog.oid), \
                 runs, rows_deleted, last_run_at, last_rows_deleted, limit_reached, errors, \
-                last_error, oldest_expired)), '[]') \
-         FROM {ext}.ttl_stats WHERE table_name OPERATOR(pg_catalog.=) ttl_table"
+                last_error, oldest_expired)), '[]'::pg_catalog.json) \
+         FROM {ext}.ttl_stats \
+         WHERE table_name OPERATOR(pg_catalog.=) ttl_table \
+           AND ttl_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                 SELECT logicalrelid::pg_catalog.oid FROM pg_catalog.pg_dist_partition \
+                 WHERE partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\"))"
     );
     let sql = "SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 0)::pg_catalog.oid, \
                       pg_catalog.sum((e OPERATOR(pg_catalog.->>) 1)::pg_catalog.int8)::pg_catalog.int8, \
@@ -207,7 +211,17 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                       pg_catalog.min((e OPERATOR(pg_catalog.->>) 8)::pg_catalog.timestamptz) \
                FROM pg_catalog.run_command_on_workers($1) r, \
                     pg_catalog.json_array_elements(r.result::pg_catalog.json) e \
-               WHERE r.success GROUP BY 1";
+               WHERE r.success \
+                 AND pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 0)::pg_catalog.oid \
+                     OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                       SELECT logicalrelid::pg_catalog.oid FROM pg_catalog.pg_dist_partition \
+                       WHERE partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")) \
+               GROUP BY 1";
+    crate::gucs::with_settings(&crate::citus::CONNECT_TIMEOUT, || worker_stats(sql, remote))
+}
+
+/// The rows of `sql` (run on the coordinator, `$1` = `remote`, the query each node runs).
+fn worker_stats(sql: &str, remote: String) -> Vec<StatsRow> {
     Spi::connect(|client| {
         client
             .select(sql, None, &[remote.into()])

@@ -261,7 +261,11 @@ pub(super) fn in_batch_frame<R>(
 ) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
-        let _deadline = Deadline::arm(index.table, index.owner, gucs::BATCH_TIMEOUT_MS.get());
+        let _deadline = Deadline::arm(
+            index.stats_table(),
+            index.owner,
+            gucs::BATCH_TIMEOUT_MS.get(),
+        );
         if !gucs::SYNCHRONOUS_COMMIT.get() {
             // until the transaction ends: its commit is what it is for
             gucs::override_setting(c"synchronous_commit", "off");

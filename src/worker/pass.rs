@@ -34,7 +34,7 @@ impl Worker {
         let aside = stats::SetAside::now();
         let set_aside: Vec<bool> = indexes
             .iter()
-            .map(|index| aside.holds(index.table, index.owner))
+            .map(|index| aside.holds(index.stats_table(), index.owner))
             .collect();
         let expired = self.probe(ext, &indexes, &set_aside);
         let pass_limited = self.visit_round_robin(ext, &indexes, &expired, &set_aside);
@@ -287,7 +287,7 @@ impl Probing<'_> {
         // each table's probe its own time limit and deadline, so the one
         // whose owner code holds the worker is the one set aside
         let _timer = BatchTimer::arm(self.timeout_ms);
-        let _deadline = Deadline::arm(index.table, index.owner, self.timeout_ms);
+        let _deadline = Deadline::arm(index.stats_table(), index.owner, self.timeout_ms);
         let Ok(sql) = deleter::probe_sql(self.ext, index) else {
             return true; // purge() reports why
         };
@@ -332,7 +332,8 @@ fn probe_as_owner(
     });
     match oldest {
         Ok(oldest) => {
-            if index.part != catalog::Part::OwnTtl {
+            // (a Citus shard's lag is not recorded: ttl_stats shows its table once per node)
+            if index.part != catalog::Part::OwnTtl && index.shard.is_none() {
                 record_lag(lagging, index.table, oldest);
             }
             oldest.is_some()

@@ -172,7 +172,10 @@ impl Worker {
     /// The end of a visit: the rows set aside and, for a drained table, its lag and the safety
     /// brake's state; then the visit in the statistics.
     fn end_visit(&mut self, ext: &Extension, index: &TtlIndex, visit: Visit) -> Limit {
-        stats::record_undeletable(index.table, self.undeletable.count(index.table) as u64);
+        stats::record_undeletable(
+            index.stats_table(),
+            self.undeletable.count(index.table) as u64,
+        );
         if visit.limit == Limit::None && visit.error.is_none() {
             if index.part != catalog::Part::OwnTtl && self.undeletable.count(index.table) == 0 {
                 // drained: nothing expired is left (rows set aside stay, and so does their age)
