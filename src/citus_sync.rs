@@ -168,7 +168,7 @@ fn ttl_citus_receive(payload: pgrx::JsonB) -> i64 {
         .collect();
     // The sent rows, each resolved to this node's shell of its distributed table by name (kept
     // the same on every node by Citus), and owned here by the role that owns it there.
-    let sent = format!(
+    let sent =
         "SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text) AS rel, \
                 e OPERATOR(pg_catalog.->) 'definition'::pg_catalog.text AS definition \
          FROM pg_catalog.jsonb_array_elements($1 OPERATOR(pg_catalog.->) 'indexes'::pg_catalog.text) e \
@@ -177,8 +177,7 @@ fn ttl_citus_receive(payload: pgrx::JsonB) -> i64 {
          JOIN pg_catalog.pg_dist_partition d ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid \
          WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
            AND pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text OPERATOR(pg_catalog.=) \
-               (e OPERATOR(pg_catalog.->>) 'owner'::pg_catalog.text)"
-    );
+               (e OPERATOR(pg_catalog.->>) 'owner'::pg_catalog.text)";
     let mine = format!(
         "(SELECT pg_catalog.jsonb_object_agg(k.key, k.value) FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
           WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{definition}]::pg_catalog.text[]))"
