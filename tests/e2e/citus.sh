@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# jsonb_ttl on a Citus cluster (issue 23): a coordinator and two worker nodes, then a third
+# (tests/e2e/citus_lib.sh). A TTL index on a hash-distributed table is purged where its shards
+# live, by each node's own worker, from the TTL definitions the coordinator's worker hands on to
+# the worker nodes; reference tables are purged through the coordinator. Shows:
+#   1. a 16-shard table of 20,000 rows, half expired: the expired go from every placement on
+#      both worker nodes, the live stay; each worker node's ttl_stats counts its part;
+#   2. a reference table purged, on every copy;
+#   3. a shard moved (block_writes, then force_logical): the node that now holds it purges it,
+#      the old node's leftover copy is not purged; ttl_index_alter reaches the worker nodes;
+#   4. a node added and the table rebalanced onto it: the new node purges its placements;
+#   5. a distributed table with a foreign key to a reference table, with a filter;
+#      ttl_index_drop reaches the worker nodes;
+#   6. the options refused on a distributed table, and ttl_index_* refused on a worker node;
+#   7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table;
+#   8. the coordinator stopped: the worker nodes keep purging.
+source "$(dirname "$0")/citus_lib.sh"
+test_started=$(now_ms)
+# wal_level = logical: shard moves with shard_transfer_mode => 'force_logical' (scenario 3).
+start_citus "jsonb_ttl.frequency = 500" "wal_level = logical"
+
+info() { echo "  info $*"; }
+# expect_match DESCRIPTION REGEX ACTUAL
+expect_match() {
+  if [[ $3 =~ $2 ]]; then pass "$1"; else fail "$1: expected /$2/, got [$3]"; fi
+}
+expired="(doc->>'ts')::timestamptz < now() - interval '1 day'"
+live="(doc->>'ts')::timestamptz >= now() - interval '1 day'"
+events_shards="SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'events'::regclass"
+# rows_deleted|errors of TABLE in NODE's ttl_stats (every row of its TTL index: the node's part)
+stats_of() {
+  qn "$1" "$CITUS_DB" -c "SELECT coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0)
+                          FROM ttl_stats WHERE ttl_table = '$2'::regclass"
+}
+deleted_on() { stats_of "$1" "$2" | cut -d'|' -f1; }
+# the sum of the rows_deleted of TABLE in the ttl_stats of the worker nodes started
+deleted_on_workers() {
+  local node total=0
+  for node in "${CITUS_NODES[@]}"; do
+    [ "$node" = coord ] || total=$((total + $(deleted_on "$node" "$1")))
+  done
+  echo $total
+}
+deleted_on_workers_is() { [ "$(deleted_on_workers "$1")" = "$2" ]; }
+# N ids from FROM on that hash to shard SHARD of events, comma-separated
+ids_in_shard() {
+  qc -c "SELECT string_agg(g::text, ',') FROM (SELECT g FROM generate_series($2, $2 + 200000) g
+         WHERE get_shard_id_for_distribution_column('events', g) = $1 LIMIT $3) s"
+}
+placement_port() {  # the port of the node that holds SHARD
+  qc -c "SELECT string_agg(nodeport::text, ',') FROM pg_dist_shard_placement WHERE shardid = $1"
+}
+shard_exists_on() {  # whether NODE has a table named events_SHARD (a placement or a leftover)
+  qn "$1" "$CITUS_DB" -c "SET citus.override_table_visibility = off" \
+    -c "SELECT to_regclass('events_$2') IS NOT NULL"
+}
+insert_expired() {  # insert_expired NODE IDS (comma-separated): rows of events expired a day ago
+  qn "$1" "$CITUS_DB" -c "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - interval '2 days')
+                          FROM unnest('{$2}'::bigint[]) g"
+}
+
+echo "== the cluster: Citus 13.2, a coordinator and two worker nodes with metadata"
+for node in coord w1 w2; do
+  expect_eq "$node: citus 13.2" "13.2-1" "$(qn "$node" "$CITUS_DB" -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")"
+done
+expect_eq "the coordinator knows three nodes, all with metadata" "3|3" \
+  "$(qc -c "SELECT count(*), count(*) FILTER (WHERE hasmetadata AND metadatasynced) FROM pg_dist_node")"
+create_extension_on coord
+for node in w1 w2; do
+  expect_eq "$node has jsonb_ttl (Citus propagated CREATE EXTENSION)" 1 \
+    "$(qn "$node" "$CITUS_DB" -c "SELECT count(*) FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+done
+
+echo "== 1. a distributed table of 16 shards, 20,000 rows, half expired"
+qc >/dev/null <<'SQL'
+CREATE TABLE events (id bigint PRIMARY KEY, doc jsonb);
+SELECT create_distributed_table('events', 'id', shard_count => 16);
+INSERT INTO events
+SELECT g, jsonb_build_object('ts', CASE WHEN g % 2 = 0 THEN now() - interval '2 days' ELSE now() END)
+FROM generate_series(1, 20000) g;
+SQL
+expect_eq "the shards are on the two worker nodes, 8 each" "${CITUS_PORT[w1]}:8 ${CITUS_PORT[w2]}:8" \
+  "$(qc -c "SELECT string_agg(nodeport || ':' || n, ' ' ORDER BY nodeport) FROM (SELECT nodeport, count(*) n FROM pg_dist_shard_placement WHERE shardid IN ($events_shards) GROUP BY nodeport) s")"
+for node in w1 w2; do
+  info "$node holds $(placement_count "$node" events "$expired") expired and $(placement_count "$node" events "$live") live rows of events"
+done
+expect_eq "ttl_index_create('events', 'ts', interval '1 day') on the coordinator" ok \
+  "$(outcome_on coord "SELECT ttl_index_create('events', 'ts', interval '1 day')")"
+shard_ttl_indexes() {  # shard_ttl_indexes NODE: its shards of events with their TTL index
+  qn "$1" "$CITUS_DB" -c "SET citus.override_table_visibility = off" -c "
+    SELECT count(*) FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
+    WHERE t.relname ~ '^events_[0-9]+\$' AND x.relname = 'events_ttl_idx_' || substring(t.relname from '[0-9]+\$')"
+}
+expect_eq "the TTL index reached every shard (events_ttl_idx_<shardid> on events_<shardid>)" 16 \
+  $(($(shard_ttl_indexes w1) + $(shard_ttl_indexes w2)))
+expect_eq "a worker node hides its shards from pg_class by default (placement_count looks behind it)" 0 \
+  "$(qw1 -c "SELECT count(*) FROM pg_class WHERE relname ~ '^events_[0-9]+\$'")"
+for node in w1 w2; do
+  eventually_on "$node" "$node's ttl_index holds events (handed on by the coordinator's worker)" 10 \
+    "1|1 day" "SELECT count(*) || '|' || min(expire_after) FROM ttl_index WHERE table_oid = 'events'::regclass"
+done
+eventually_eq "no expired row left in events (the coordinator's view)" 30 0 "$CITUS_DB" \
+  "SELECT count(*) FROM events WHERE $expired"
+for node in w1 w2; do
+  expect_eq "$node's placements: no expired row left (read on $node, shard by shard)" 0 \
+    "$(placement_count "$node" events "$expired")"
+done
+expect_eq "the live rows stay: 10,000, on both worker nodes" 10000 \
+  $(($(placement_count w1 events "$live") + $(placement_count w2 events "$live")))
+expect_eq "every one of the 16 placements: no expired row left, live rows kept (run_command_on_placements)" "16|16|0|10000" \
+  "$(qc -c "SELECT count(*) || '|' || count(*) FILTER (WHERE l.result::bigint > 0) || '|' || sum(e.result::bigint) || '|' || sum(l.result::bigint)
+            FROM run_command_on_placements('events', \$\$SELECT count(*) FROM %s WHERE $expired\$\$) e
+            JOIN run_command_on_placements('events', \$\$SELECT count(*) FROM %s WHERE $live\$\$) l USING (shardid, nodeport)")"
+wait_for "the worker nodes' ttl_stats of events add up to 10,000 rows deleted" 10 deleted_on_workers_is events 10000 || true
+for node in w1 w2; do
+  s=$(stats_of "$node" events)
+  info "$node's ttl_stats of events: $(qn "$node" "$CITUS_DB" -c "SELECT string_agg(table_name || ': runs ' || runs || ', rows_deleted ' || rows_deleted || ', errors ' || errors, '; ') FROM ttl_stats WHERE ttl_table = 'events'::regclass")"
+  expect_match "$node's ttl_stats of events: rows deleted, no errors" '^[1-9][0-9]*\|0$' "$s"
+done
+
+echo "== 2. a reference table (a copy on every node): purged through the coordinator"
+qc >/dev/null <<'SQL'
+CREATE TABLE settings (id int PRIMARY KEY, doc jsonb);
+SELECT create_reference_table('settings');
+INSERT INTO settings
+SELECT g, jsonb_build_object('ts', CASE WHEN g % 2 = 0 THEN now() - interval '2 days' ELSE now() END)
+FROM generate_series(1, 100) g;
+SQL
+expect_eq "ttl_index_create on the reference table" ok \
+  "$(outcome_on coord "SELECT ttl_index_create('settings', 'ts', interval '1 day')")"
+eventually_eq "its expired rows go (the coordinator's view)" 10 50 "$CITUS_DB" "SELECT count(*) FROM settings"
+settings_shard=settings_$(qc -c "SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'settings'::regclass")
+for node in coord w1 w2; do
+  expect_eq "and from $node's copy ($settings_shard)" 50 \
+    "$(qn "$node" "$CITUS_DB" -c "SET citus.override_table_visibility = off" -c "SELECT count(*) FROM $settings_shard")"
+done
+eventually_eq "ttl_stats of settings on the coordinator: 50 rows deleted, no errors" 5 "50|0|" "$CITUS_DB" \
+  "SELECT rows_deleted || '|' || errors || '|' || coalesce(last_error, '') FROM ttl_stats WHERE table_name = 'settings'::regclass"
+expect_eq "the worker nodes' ttl_index leave it to the coordinator (no row for settings)" "0 0" \
+  "$(qw1 -c "SELECT count(*) FROM ttl_index WHERE table_oid = 'settings'::regclass") $(qw2 -c "SELECT count(*) FROM ttl_index WHERE table_oid = 'settings'::regclass")"
+
+echo "== 3. a shard moved from worker 1 to worker 2 (block_writes), another back (force_logical)"
+moved=$(qc -c "SELECT min(shardid) FROM pg_dist_shard_placement WHERE nodeport = ${CITUS_PORT[w1]} AND shardid IN ($events_shards)")
+# rows of that shard that expire only once expire_after drops to 12 hours, below
+aging=$(ids_in_shard "$moved" 100001 50)
+qc -c "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - interval '18 hours') FROM unnest('{$aging}'::bigint[]) g"
+# the old copy stays until citus_cleanup_orphaned_resources (not 15 s later), to look at it
+qc -c "ALTER SYSTEM SET citus.defer_shard_delete_interval = -1" -c "SELECT pg_reload_conf()" >/dev/null
+t0=$(now_ms)
+expect_eq "citus_move_shard_placement($moved, worker 1 → worker 2, block_writes)" ok \
+  "$(outcome_on coord "SELECT citus_move_shard_placement($moved, '127.0.0.1', ${CITUS_PORT[w1]}, '127.0.0.1', ${CITUS_PORT[w2]}, shard_transfer_mode => 'block_writes')")"
+info "the move took $(($(now_ms) - t0)) ms; pg_dist_cleanup: $(qc -c "SELECT coalesce(string_agg(object_name || ' on group ' || node_group_id, ', '), 'empty') FROM pg_dist_cleanup")"
+expect_eq "shard $moved is on worker 2 now" "${CITUS_PORT[w2]}" "$(placement_port "$moved")"
+w1_before=$(deleted_on w1 events) w2_before=$(deleted_on w2 events)
+fresh=$(ids_in_shard "$moved" 200001 200)
+insert_expired coord "$fresh"
+eventually_eq "200 expired rows inserted into shard $moved after the move go" 20 0 "$CITUS_DB" \
+  "SELECT count(*) FROM events WHERE id IN ($fresh)"
+eventually_on w2 "worker 2 deleted them (its ttl_stats of events: +200)" 10 $((w2_before + 200)) \
+  "SELECT coalesce(sum(rows_deleted), 0) FROM ttl_stats WHERE ttl_table = 'events'::regclass"
+expect_eq "worker 1 did not (its ttl_stats of events: +0)" "$w1_before" "$(deleted_on w1 events)"
+if [ "$(shard_exists_on w1 "$moved")" = t ]; then
+  expect_eq "worker 1's leftover copy of shard $moved (awaiting cleanup) holds the 50 rows 18 hours old" 50 \
+    "$(qw1 -c "SET citus.override_table_visibility = off" -c "SELECT count(*) FROM events_$moved WHERE id IN ($aging)")"
+  expect_eq "ttl_index_alter('events', expire_after => interval '12 hours') on the coordinator" ok \
+    "$(outcome_on coord "SELECT ttl_index_alter('events', expire_after => interval '12 hours')")"
+  for node in w1 w2; do
+    eventually_on "$node" "$node's ttl_index follows: expire_after 12:00:00" 10 "12:00:00" \
+      "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass"
+  done
+  eventually_eq "the 50 rows, now expired, go from the placement on worker 2" 20 0 "$CITUS_DB" \
+    "SELECT count(*) FROM events WHERE id IN ($aging)"
+  sleep 1  # two more passes of worker 1
+  expect_eq "and stay in worker 1's leftover copy: a placement moved away is not purged" 50 \
+    "$(qw1 -c "SET citus.override_table_visibility = off" -c "SELECT count(*) FROM events_$moved WHERE id IN ($aging)")"
+  expect_eq "ttl_index_alter('events', expire_after => interval '1 day') again" ok \
+    "$(outcome_on coord "SELECT ttl_index_alter('events', expire_after => interval '1 day')")"
+  for node in w1 w2; do
+    eventually_on "$node" "$node's ttl_index follows: expire_after 1 day" 10 "1 day" \
+      "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass"
+  done
+else
+  fail "worker 1 has no leftover copy of shard $moved to look at (citus.defer_shard_delete_interval = -1)"
+fi
+qc -c "ALTER SYSTEM RESET citus.defer_shard_delete_interval" -c "SELECT pg_reload_conf()" -c "CALL citus_cleanup_orphaned_resources()" >/dev/null
+expect_eq "citus_cleanup_orphaned_resources() dropped the leftover copy" f "$(shard_exists_on w1 "$moved")"
+
+moved_back=$(qc -c "SELECT min(shardid) FROM pg_dist_shard_placement WHERE nodeport = ${CITUS_PORT[w2]} AND shardid IN ($events_shards) AND shardid <> $moved")
+t0=$(now_ms)
+expect_eq "citus_move_shard_placement($moved_back, worker 2 → worker 1, force_logical)" ok \
+  "$(outcome_on coord "SELECT citus_move_shard_placement($moved_back, '127.0.0.1', ${CITUS_PORT[w2]}, '127.0.0.1', ${CITUS_PORT[w1]}, shard_transfer_mode => 'force_logical')")"
+info "the move took $(($(now_ms) - t0)) ms"
+expect_eq "shard $moved_back is on worker 1 now" "${CITUS_PORT[w1]}" "$(placement_port "$moved_back")"
+w1_before=$(deleted_on w1 events)
+fresh=$(ids_in_shard "$moved_back" 300001 200)
+insert_expired coord "$fresh"
+eventually_eq "200 expired rows inserted into shard $moved_back after the move go" 20 0 "$CITUS_DB" \
+  "SELECT count(*) FROM events WHERE id IN ($fresh)"
+eventually_on w1 "worker 1 deleted them (its ttl_stats of events: +200)" 10 $((w1_before + 200)) \
+  "SELECT coalesce(sum(rows_deleted), 0) FROM ttl_stats WHERE ttl_table = 'events'::regclass"
+qc -c "CALL citus_cleanup_orphaned_resources()" >/dev/null
+
+echo "== 4. a third worker node added, the table rebalanced onto it"
+t0=$(now_ms)
+add_citus_node w3
+info "worker 3 started and added in $(($(now_ms) - t0)) ms"
+expect_eq "worker 3 has jsonb_ttl: citus_add_node created it there (Citus propagates extensions)" 1 \
+  "$(qw3 -c "SELECT count(*) FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+eventually_on w3 "worker 3's ttl_index holds events (handed on at the next pass: the nodes changed)" 10 \
+  "1|1 day" "SELECT count(*) || '|' || min(expire_after) FROM ttl_index WHERE table_oid = 'events'::regclass"
+t0=$(now_ms)
+# two statements, two transactions: the background job that citus_rebalance_start schedules
+# runs once it commits (in one transaction with citus_rebalance_wait, the wait never ends)
+expect_eq "citus_rebalance_start(shard_transfer_mode => 'block_writes'), citus_rebalance_wait()" ok \
+  "$(qc -c "SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')" -c "SET statement_timeout = '120s'" \
+        -c "SELECT citus_rebalance_wait()" >/dev/null 2>&1 && echo ok || echo "failed: $(qc -c "SELECT state || ' ' || coalesce(description, '') FROM pg_dist_background_job ORDER BY job_id DESC LIMIT 1")")"
+info "the rebalance took $(($(now_ms) - t0)) ms; placements of events: $(qc -c "SELECT string_agg(nodeport || ':' || n, ' ' ORDER BY nodeport) FROM (SELECT nodeport, count(*) n FROM pg_dist_shard_placement WHERE shardid IN ($events_shards) GROUP BY nodeport) s")"
+w3_shards=$(qc -c "SELECT string_agg(shardid::text, ',') FROM pg_dist_shard_placement WHERE nodeport = ${CITUS_PORT[w3]} AND shardid IN ($events_shards)")
+expect_match "worker 3 holds shards of events" '^[0-9]+(,[0-9]+)+$' "$w3_shards"
+expect_eq "the TTL index is on worker 3's shards" "$(echo "$w3_shards" | tr ',' '\n' | grep -c .)" "$(shard_ttl_indexes w3)"
+w3_ids=$(qc -c "SELECT string_agg(g::text, ',') FROM (SELECT g FROM generate_series(400001, 410000) g
+                WHERE get_shard_id_for_distribution_column('events', g) IN (${w3_shards:-0}) LIMIT 300) s")
+w3_before=$(deleted_on w3 events)
+insert_expired coord "$w3_ids"
+eventually_eq "300 expired rows inserted into worker 3's shards go" 20 0 "$CITUS_DB" \
+  "SELECT count(*) FROM events WHERE id IN (${w3_ids:-0})"
+eventually_on w3 "worker 3 deleted them (its ttl_stats of events: +300, no errors)" 10 "$((w3_before + 300))|0" \
+  "SELECT coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0) FROM ttl_stats WHERE ttl_table = 'events'::regclass"
+for node in w1 w2 w3; do
+  expect_eq "$node's placements after the rebalance: no expired row" 0 "$(placement_count "$node" events "$expired")"
+done
+expect_eq "the live rows stay: 10,000" 10000 "$(qc -c "SELECT count(*) FROM events WHERE $live")"
+
+echo "== 5. a distributed table with a foreign key to a reference table, and a filter"
+qc >/dev/null <<'SQL'
+CREATE TABLE tenants (id int PRIMARY KEY, doc jsonb);
+SELECT create_reference_table('tenants');
+INSERT INTO tenants SELECT g, jsonb_build_object('ts', now() - interval '2 days') FROM generate_series(1, 10) g;
+CREATE TABLE sessions (id bigint PRIMARY KEY, tenant_id int NOT NULL REFERENCES tenants (id), doc jsonb);
+SELECT create_distributed_table('sessions', 'id', colocate_with => 'events');
+-- g % 4: 0 expired log, 1 live log, 2 expired audit, 3 live audit
+INSERT INTO sessions
+SELECT g, g % 10 + 1, jsonb_build_object('kind', CASE WHEN g % 4 < 2 THEN 'log' ELSE 'audit' END,
+                                         'ts', CASE WHEN g % 2 = 0 THEN now() - interval '2 days' ELSE now() END)
+FROM generate_series(1, 4000) g;
+SQL
+expect_eq "ttl_index_create('sessions', 'ts', interval '1 day', filter => \$\$doc->>'kind' = 'log'\$\$)" ok \
+  "$(outcome_on coord "SELECT ttl_index_create('sessions', 'ts', interval '1 day', filter => \$\$doc->>'kind' = 'log'\$\$)")"
+sessions_filter=$(qc -c "SELECT filter FROM ttl_index WHERE table_oid = 'sessions'::regclass")
+for node in w1 w2 w3; do
+  eventually_on "$node" "$node's ttl_index holds sessions with its filter" 10 "$sessions_filter" \
+    "SELECT filter FROM ttl_index WHERE table_oid = 'sessions'::regclass"
+done
+eventually_eq "the 1,000 expired log sessions go" 30 0 "$CITUS_DB" \
+  "SELECT count(*) FROM sessions WHERE $expired AND doc->>'kind' = 'log'"
+expect_eq "the 1,000 expired audit sessions (outside the filter) and the 2,000 live stay" "1000|2000" \
+  "$(qc -c "SELECT count(*) FILTER (WHERE $expired) || '|' || count(*) FILTER (WHERE $live) FROM sessions")"
+expect_eq "the 10 tenants they reference stay" 10 "$(qc -c "SELECT count(*) FROM tenants")"
+expect_eq "ttl_index_drop('sessions') on the coordinator" t "$(qc -c "SELECT ttl_index_drop('sessions')")"
+for node in w1 w2 w3; do
+  eventually_on "$node" "$node's ttl_index drops sessions too" 10 0 \
+    "SELECT count(*) FROM ttl_index WHERE table_oid = 'sessions'::regclass"
+done
+
+echo "== 6. what a distributed table refuses, at creation (SQLSTATE 0A000, naming the table)"
+qc >/dev/null <<'SQL'
+CREATE TABLE refused (id bigint, doc jsonb);
+SELECT create_distributed_table('refused', 'id', shard_count => 4);
+CREATE TABLE parted (id bigint, day date, doc jsonb) PARTITION BY RANGE (day);
+CREATE TABLE parted_2026 PARTITION OF parted FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+SELECT create_distributed_table('parted', 'id', shard_count => 4);
+SQL
+expect_match "touch => true" '^0A000: .*touch.* (public\.)?refused( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', touch => true)")"
+expect_match "hide_expired => true" '^0A000: .*hide_expired.* (public\.)?refused( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', hide_expired => true)")"
+expect_match "drop_partitions => 'drop'" '^0A000: .*drop_partitions.* (public\.)?refused( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', drop_partitions => 'drop')")"
+expect_match "a partitioned distributed table" '^0A000: .*partitioned.* (public\.)?parted( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_create('parted', 'ts', interval '1 day')")"
+expect_match "ttl_index_alter('events', touch => true) on the coordinator" '^0A000: .*touch.* (public\.)?events( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_alter('events', touch => true)")"
+expect_eq "no TTL index left behind by the refusals" 0 \
+  "$(qc -c "SELECT count(*) FROM ttl_index WHERE table_oid IN ('refused'::regclass, 'parted'::regclass)")"
+expect_match "ttl_index_create on a worker node: managed on the coordinator" '^0A000: .* (public\.)?refused .*coordinator' \
+  "$(sqlstate_on w1 "SELECT ttl_index_create('refused', 'ts', interval '1 day')")"
+expect_match "ttl_index_alter on a worker node" '^0A000: .* (public\.)?events .*coordinator' \
+  "$(sqlstate_on w1 "SELECT ttl_index_alter('events', interval '2 days')")"
+expect_match "ttl_index_drop on a worker node" '^0A000: .* (public\.)?events .*coordinator' \
+  "$(sqlstate_on w2 "SELECT ttl_index_drop('events')")"
+expect_eq "the worker nodes' catalog unchanged: events, 1 day" "1 day|1 day" \
+  "$(qw1 -c "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass")|$(qw2 -c "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass")"
+
+echo "== 7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table"
+for node in "${CITUS_NODES[@]}"; do
+  qn "$node" "$CITUS_DB" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+done
+all_passes_stopped() {
+  local node
+  for node in "${CITUS_NODES[@]}"; do
+    [ "$(qn "$node" "$CITUS_DB" -c "SELECT coalesce(now() - last_pass_at > interval '600 ms', true) FROM ttl_statistics()")" = t ] || return 1
+  done
+}
+wait_for "jsonb_ttl.enabled = off: every node's worker stopped" 10 all_passes_stopped || true
+on_workers=$(deleted_on_workers events)
+eventually_eq "ttl_stats on the coordinator: events once, its rows_deleted summed over the nodes ($on_workers), no errors" 10 \
+  "1|$on_workers|0" "$CITUS_DB" \
+  "SELECT count(*) || '|' || coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0) FROM ttl_stats WHERE table_name = 'events'::regclass"
+qc -c "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - interval '2 days') FROM generate_series(500001, 501000) g"
+sleep 1
+expect_eq "1,000 expired rows inserted stay while the workers are off" 1000 \
+  "$(qc -c "SELECT count(*) FROM events WHERE id > 500000 AND id <= 501000")"
+expect_eq "ttl_expire_now('events') on the coordinator removes the 1,000 from every node" "1000" \
+  "$(qc -c "SELECT ttl_expire_now('events')" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "none left" 0 "$(qc -c "SELECT count(*) FROM events WHERE id > 500000 AND id <= 501000")"
+for node in w1 w2 w3; do
+  expect_eq "none left on $node's placements" 0 "$(placement_count "$node" events "id > 500000 AND id <= 501000")"
+done
+for node in "${CITUS_NODES[@]}"; do
+  qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET jsonb_ttl.enabled" -c "SELECT pg_reload_conf()" >/dev/null
+done
+
+echo "== 8. the coordinator stopped: the worker nodes keep purging"
+before=$(deleted_on_workers events)
+stop_citus_node coord
+expect_eq "the coordinator is down" down "$(qc -c "SELECT 1" >/dev/null 2>&1 && echo up || echo down)"
+expect_eq "INSERT INTO events on worker 1 (metadata synced): 600 expired rows, spread over the nodes" ok \
+  "$(outcome_on w1 "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - interval '2 days') FROM generate_series(600001, 600600) g")"
+eventually_on w1 "they go (worker 1's view of events)" 30 0 "SELECT count(*) FROM events WHERE id > 600000"
+for node in w1 w2 w3; do
+  expect_eq "none left on $node's placements" 0 "$(placement_count "$node" events "id > 600000")"
+done
+wait_for "the worker nodes' ttl_stats of events: +600" 10 deleted_on_workers_is events $((before + 600)) || true
+restart_citus_node coord
+expect_eq "the coordinator back: no expired row in events" 0 "$(qc -c "SELECT count(*) FROM events WHERE $expired")"
+
+info "runtime $(($(now_ms) - test_started)) ms"
+[ "$E2E_FAILURES" -eq 0 ] || citus_logs
+finish
