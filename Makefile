@@ -152,9 +152,10 @@ clean-clusters:
 	@base=$$(dirname "$$(scripts/cluster.sh dir any)"); \
 	  for d in "$$base"/*/; do [ -f "$$d/data/PG_VERSION" ] && scripts/cluster.sh destroy "$$(basename "$$d")"; done; true
 
-## make test-citus [PG=15|16|17]: jsonb_ttl on Citus 13.2, a coordinator and two worker nodes
-## (three clusters on 127.0.0.1, ports 28870-28872): tests/e2e/citus*.sh. scripts/citus.sh builds
-## Citus from ../shared/vendor into the server once (1 to 2 minutes on 2 cores).
+## make test-citus [PG=15|16|17]: jsonb_ttl on Citus 13.2, a coordinator and two worker nodes,
+## then a third added (clusters on 127.0.0.1, ports 28870-28873): tests/e2e/citus.sh.
+## scripts/citus.sh builds Citus from ../shared/vendor into the server once (1 to 2 minutes on
+## 2 cores). CI runs it after make test.
 .PHONY: test-citus
 test-citus: deps install
 	@scripts/citus.sh $(PG)

@@ -17,7 +17,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 major=${1:-15}
 version=13.2.2
-tarball=${CITUS_TARBALL:-$ROOT/../shared/vendor/citus-$version.tar.gz}
+# the project's vendored source: beside the checkout (../shared/vendor), or where this machine
+# keeps it, or CITUS_TARBALL
+tarball=${CITUS_TARBALL:-}
+for candidate in "$ROOT/../shared/vendor" "$ROOT/../../shared/vendor" /work/shared/vendor; do
+  [ -n "$tarball" ] || [ ! -f "$candidate/citus-$version.tar.gz" ] || tarball=$candidate/citus-$version.tar.gz
+done
+tarball=${tarball:-$ROOT/../shared/vendor/citus-$version.tar.gz}
 cache=${JSONB_TTL_CITUS_CACHE:-/var/cache/jsonb_ttl/citus}
 dir=$cache/$major
 log() { echo "citus: $*" >&2; }

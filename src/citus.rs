@@ -132,14 +132,14 @@ pub fn check_options(
     };
     if replicated(table) {
         refuse(
-            "jsonb_ttl does not purge a table whose shards have several copies",
+            "shards Citus copies itself are not supported",
             "Each copy would be purged on its own node, apart from the others: use streaming \
              replication for high availability (citus.shard_replication_factor = 1).",
         );
     }
     if partitioned {
         refuse(
-            "jsonb_ttl does not purge a partitioned table",
+            "a partitioned table is not supported",
             "Give each partition its own TTL index, or use a table that is not partitioned.",
         );
     }

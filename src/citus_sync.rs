@@ -88,7 +88,8 @@ pub fn send(ext: &Extension, sent: &mut Sent) {
     match failed.is_empty() {
         true => sent.last = Some((payload, Instant::now())),
         false => log!(
-            "jsonb_ttl: cannot hand the TTL indexes of distributed tables on to: {}",
+            "jsonb_ttl: cannot hand (all) the TTL indexes of distributed tables on to: {} \
+             (a number: the TTL indexes that node could not place yet)",
             failed.join("; ")
         ),
     }
@@ -132,7 +133,9 @@ fn payload(ext: &Extension) -> Option<String> {
 }
 
 /// On a worker node: makes its catalog rows of hash-distributed tables exactly the
-/// definitions the coordinator sent (`payload`, from [`send`]); returns how many rows changed.
+/// definitions the coordinator sent (`payload`, from [`send`]); returns how many of them it
+/// could not place (a table whose distribution has not reached this node yet, or owned here by
+/// another role): the coordinator sends again until none is left.
 /// Superusers only (the coordinator's worker; EXECUTE is revoked from PUBLIC).
 #[pg_extern(
     volatile,
@@ -211,17 +214,27 @@ fn ttl_citus_receive(payload: pgrx::JsonB) -> i64 {
              FROM ({sent}) s ON CONFLICT (table_oid) DO NOTHING"
         ),
     ];
-    let changed = gucs::with_settings(&[(c"lock_timeout", "1000")], || {
+    let placed = gucs::with_settings(&[(c"lock_timeout", "1000")], || {
         owner::as_catalog_owner(ext.owner(), || {
-            statements.iter().try_fold(0u64, |n, sql| {
+            for sql in &statements {
                 Spi::connect_mut(|client| {
                     client
                         .update(sql, None, &[pgrx::JsonB(payload.0.clone()).into()])
-                        .map(|done| n + done.len() as u64)
-                })
-            })
+                        .map(|_| ())
+                })?;
+            }
+            Spi::get_one_with_args::<i64>(
+                &format!("SELECT pg_catalog.count(*) FROM ({sent}) s"),
+                &[pgrx::JsonB(payload.0.clone()).into()],
+            )
         })
     })
-    .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL indexes sent: {e}"));
-    changed as i64
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL indexes sent: {e}"))
+    .unwrap_or(0);
+    let total = payload
+        .0
+        .get("indexes")
+        .and_then(|indexes| indexes.as_array())
+        .map_or(0, |indexes| indexes.len() as i64);
+    total - placed
 }
