@@ -6,7 +6,7 @@
 #     --scale F   multiplies every data size (default 1: 1M rows, ~20 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
 #     --only      a comma-separated subset of: parser,purge,insert,options,partitions,lag,impact,
-#                 growth,idle,batch
+#                 growth,idle,batch,citus
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +15,7 @@ NAME=bench
 PORT=${BENCH_PORT:-28817}
 SCALE=1
 REPEAT=5
-ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,batch
+ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,batch,citus
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -400,6 +400,14 @@ if wanted batch; then
   for b in 1000 10000 50000; do
     result "worker drain of $n rows, fixed batches of $b (ms)" "${drain[$b]}" "$sized" "$(ratio "${drain[$b]}" "$sized")" "(vs the default sizing)"
   done
+fi
+
+# Citus (issue 23): jsonb_ttl's purge on a coordinator and two worker nodes, against the DELETE
+# pushed down through the coordinator and against one node; its own servers and its own summary
+# (bench/citus.sh).
+if wanted citus; then
+  echo
+  bench/citus.sh --scale "$SCALE"
 fi
 
 echo
