@@ -102,8 +102,10 @@ const HANDED_ON: &str = "NOT t.touch AND NOT t.hide_expired AND t.drop_partition
                          AND c.relkind OPERATOR(pg_catalog.=) 'r'::pg_catalog.\"char\" \
                          AND d.repmodel OPERATOR(pg_catalog.=) 's'::pg_catalog.\"char\"";
 
-/// The definitions to send, with the list of worker nodes (so a node added changes it): a
-/// JSON object, or `None` when it cannot be read.
+/// The definitions to send, with the list of worker nodes (so a node added changes it) and
+/// each table's OID here (so a table dropped and created again under its name, whose
+/// definition the nodes dropped with it, changes it too; the nodes do not read it): a JSON
+/// object, or `None` when it cannot be read.
 fn payload(ext: &Extension) -> Option<String> {
     let keys: Vec<String> = DEFINITION.iter().map(|c| format!("'{c}'")).collect();
     Spi::get_one::<String>(&format!(
@@ -113,6 +115,7 @@ fn payload(ext: &Extension) -> Option<String> {
            'indexes', coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object( \
                         'table', t.table_oid::pg_catalog.regclass::pg_catalog.text, \
                         'owner', pg_catalog.pg_get_userbyid(c.relowner), \
+                        'here', t.table_oid::pg_catalog.oid, \
                         'definition', (SELECT pg_catalog.jsonb_object_agg(k.key, k.value) \
                                        FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
                                        WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.text[]))) \
