@@ -70,19 +70,28 @@ pub fn send(ext: &Extension, sent: &mut Sent) {
         ext.internal(),
         pgrx::spi::quote_literal(&payload)
     );
-    let failed: Vec<String> = Spi::connect(|client| {
-        client
-            .select(
-                "SELECT nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) nodeport \
-                        OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) result \
-                 FROM pg_catalog.run_command_on_workers($1) WHERE NOT success",
-                None,
-                &[command.into()],
-            )
-            .map(|rows| {
-                rows.filter_map(|row| row.get::<String>(1).ok().flatten())
-                    .collect()
-            })
+    // Bounded: a node that does not answer, or a catalog row a tenant holds locked there (the
+    // receive waits 1 s at most), costs this pass a few seconds, never the worker. A node
+    // answers how many definitions it could not place yet: not 0 is not done.
+    let _timer = crate::bgw::BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
+    let failed: Vec<String> = gucs::with_settings(&citus::CONNECT_TIMEOUT, || {
+        Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) nodeport \
+                            OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) \
+                            coalesce(result, 'no result'::pg_catalog.text) \
+                     FROM pg_catalog.run_command_on_workers($1) \
+                     WHERE success IS NOT TRUE OR result IS NULL \
+                        OR result OPERATOR(pg_catalog.<>) '0'::pg_catalog.text",
+                    None,
+                    &[command.into()],
+                )
+                .map(|rows| {
+                    rows.map(|row| row.get::<String>(1).ok().flatten().unwrap_or_default())
+                        .collect()
+                })
+        })
     })
     .unwrap_or_else(|e| vec![e.to_string()]);
     match failed.is_empty() {
