@@ -13,7 +13,13 @@
 #      ttl_index_drop reaches the worker nodes;
 #   6. the options refused on a distributed table, and ttl_index_* refused on a worker node;
 #   7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table;
-#   8. the coordinator stopped: the worker nodes keep purging.
+#   8. the coordinator stopped: the worker nodes keep purging;
+#   9. ttl_expire_preview on the coordinator for the distributed table: the rows counted directly;
+#  10. a per-row TTL (row_ttl_path) on a distributed table, purged by every worker node;
+#  11. schema-based sharding: a tenant schema's table (one shard), purged through the coordinator;
+#  12. a shard split over two nodes: the nodes holding the new shards purge them;
+#  13. the safety brake on the worker nodes: each pauses its shards of a mass-expired table,
+#      nothing deleted, until ttl_index_resume on that node.
 source "$(dirname "$0")/citus_lib.sh"
 test_started=$(now_ms)
 # wal_level = logical: shard moves with shard_transfer_mode => 'force_logical' (scenario 3).
@@ -333,6 +339,189 @@ done
 wait_for "the worker nodes' ttl_stats of events: +600" 10 deleted_on_workers_is events $((before + 600)) || true
 restart_citus_node coord
 expect_eq "the coordinator back: no expired row in events" 0 "$(qc -c "SELECT count(*) FROM events WHERE $expired")"
+
+workers=()  # the worker nodes started (w1, w2, w3 by now)
+for node in "${CITUS_NODES[@]}"; do [ "$node" = coord ] || workers+=("$node"); done
+
+echo "== 9. ttl_expire_preview on the coordinator: what the distributed table would lose, as counted directly"
+# 300 rows 18 hours old and 200 rows 6 hours old, live today (expire_after 1 day), on every node
+qc -c "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - CASE WHEN g <= 700300 THEN interval '18 hours' ELSE interval '6 hours' END)
+       FROM generate_series(700001, 700500) g"
+# the preview and the direct count in one statement (one now()): rows, whether the oldest and
+# newest agree, and the direct count
+preview_vs_count() {
+  qc -c "SELECT p.rows || '|' || (p.oldest IS NOT DISTINCT FROM d.oldest) || '|' || (p.newest IS NOT DISTINCT FROM d.newest) || '|' || d.rows
+         FROM ttl_expire_preview('events', now() + interval '$1') p,
+              (SELECT count(*) AS rows, min((doc->>'ts')::timestamptz) AS oldest, max((doc->>'ts')::timestamptz) AS newest
+               FROM events WHERE (doc->>'ts')::timestamptz < now() + interval '$1' - interval '1 day') d"
+}
+for ahead in "12 hours:300" "20 hours:500" "1 minute:0"; do
+  expect_eq "ttl_expire_preview('events', now() + interval '${ahead%%:*}'): the ${ahead##*:} rows counted directly (rows|oldest agrees|newest agrees|counted)" \
+    "${ahead##*:}|true|true|${ahead##*:}" "$(preview_vs_count "${ahead%%:*}" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+done
+expect_eq "the preview deleted nothing: the 500 rows are there" 500 \
+  "$(qc -c "SELECT count(*) FROM events WHERE id BETWEEN 700001 AND 700500")"
+qc -c "DELETE FROM events WHERE id BETWEEN 700001 AND 700500"
+
+echo "== 10. a per-row TTL (row_ttl_path => 'ttl') on a distributed table of 8 shards"
+# g % 5: 0 its own TTL (60 s) passed an hour ago: goes; 1 two days old, ttl -1 (never): stays;
+#        2 two days old, no ttl (1 day): goes; 3 an hour old, no ttl: stays;
+#        4 two days old, its own TTL 7 days: stays
+qc >/dev/null <<'SQL'
+CREATE TABLE tickets (id bigint PRIMARY KEY, doc jsonb);
+SELECT create_distributed_table('tickets', 'id', shard_count => 8);
+INSERT INTO tickets
+SELECT g, CASE g % 5
+            WHEN 0 THEN jsonb_build_object('ts', now() - interval '1 hour', 'ttl', 60)
+            WHEN 1 THEN jsonb_build_object('ts', now() - interval '2 days', 'ttl', -1)
+            WHEN 2 THEN jsonb_build_object('ts', now() - interval '2 days')
+            WHEN 3 THEN jsonb_build_object('ts', now() - interval '1 hour')
+            ELSE jsonb_build_object('ts', now() - interval '2 days', 'ttl', 7 * 86400)
+          END
+FROM generate_series(1, 2500) g;
+SQL
+info "tickets' shards per node: $(qc -c "SELECT string_agg(nodeport || ':' || n, ' ' ORDER BY nodeport) FROM (SELECT nodeport, count(*) n FROM pg_dist_shard_placement WHERE shardid IN (SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'tickets'::regclass) GROUP BY nodeport) s")"
+expect_eq "ttl_index_create('tickets', 'ts', interval '1 day', row_ttl_path => 'ttl') on the coordinator" ok \
+  "$(outcome_on coord "SELECT ttl_index_create('tickets', 'ts', interval '1 day', row_ttl_path => 'ttl')")"
+for node in "${workers[@]}"; do
+  eventually_on "$node" "$node's ttl_index holds tickets with row_ttl_path ttl" 10 "ttl|1 day" \
+    "SELECT row_ttl_path || '|' || expire_after FROM ttl_index WHERE table_oid = 'tickets'::regclass"
+done
+eventually_eq "the 500 rows whose own TTL passed and the 500 old rows without ttl go" 30 "0|0" "$CITUS_DB" \
+  "SELECT count(*) FILTER (WHERE id % 5 = 0) || '|' || count(*) FILTER (WHERE id % 5 = 2) FROM tickets"
+expect_eq "the 500 with ttl -1, the 500 an hour old without ttl and the 500 with 7 days of their own stay" "500|500|500" \
+  "$(qc -c "SELECT count(*) FILTER (WHERE id % 5 = 1) || '|' || count(*) FILTER (WHERE id % 5 = 3) || '|' || count(*) FILTER (WHERE id % 5 = 4) FROM tickets")"
+wait_for "the worker nodes' ttl_stats of tickets add up to 1,000 rows deleted" 10 deleted_on_workers_is tickets 1000 || true
+for node in "${workers[@]}"; do
+  held=$(placement_count "$node" tickets true)
+  if [ "$held" -gt 0 ]; then
+    expect_match "$node (holds $held rows of tickets) deleted some: its ttl_stats of tickets, no errors" \
+      '^[1-9][0-9]*\|0$' "$(stats_of "$node" tickets)"
+  fi
+  expect_eq "$node's placements of tickets: none of the 1,000 left" 0 "$(placement_count "$node" tickets "id % 5 IN (0, 2)")"
+done
+expect_eq "ttl_stats of tickets on the coordinator: once, 1,000 rows deleted, no errors" "1|1000|0" \
+  "$(qc -c "SELECT count(*) || '|' || coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0) FROM ttl_stats WHERE table_name = 'tickets'::regclass")"
+
+echo "== 11. schema-based sharding: tenant1.ev, a single-shard distributed table"
+qc >/dev/null <<'SQL'
+SET citus.enable_schema_based_sharding = on;
+CREATE SCHEMA tenant1;
+CREATE TABLE tenant1.ev (id bigint PRIMARY KEY, doc jsonb);
+RESET citus.enable_schema_based_sharding;
+INSERT INTO tenant1.ev
+SELECT g, jsonb_build_object('ts', CASE WHEN g % 3 = 0 THEN now() ELSE now() - interval '2 days' END)
+FROM generate_series(1, 600) g;
+SQL
+expect_eq "tenant1.ev is a schema table of one shard" "schema|1" \
+  "$(qc -c "SELECT citus_table_type || '|' || shard_count FROM citus_tables WHERE table_name = 'tenant1.ev'::regclass")"
+info "its shard is on port $(qc -c "SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = (SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'tenant1.ev'::regclass)")"
+expect_eq "ttl_index_create('tenant1.ev', 'ts', interval '1 day') on the coordinator" ok \
+  "$(outcome_on coord "SELECT ttl_index_create('tenant1.ev', 'ts', interval '1 day')")"
+eventually_eq "its 400 expired rows go, its 200 live stay" 20 "0|200" "$CITUS_DB" \
+  "SELECT count(*) FILTER (WHERE $expired) || '|' || count(*) FILTER (WHERE $live) FROM tenant1.ev"
+eventually_eq "ttl_stats of tenant1.ev on the coordinator: 400 rows deleted, no errors" 5 "400|0|" "$CITUS_DB" \
+  "SELECT rows_deleted || '|' || errors || '|' || coalesce(last_error, '') FROM ttl_stats WHERE table_name = 'tenant1.ev'::regclass"
+for node in "${workers[@]}"; do
+  expect_eq "$node's ttl_index leaves tenant1.ev to the coordinator (no row)" 0 \
+    "$(qn "$node" "$CITUS_DB" -c "SELECT count(*) FROM ttl_index WHERE table_oid = to_regclass('tenant1.ev')")"
+done
+
+echo "== 12. a shard of events split in two (block_writes), the halves on worker 1 and worker 2"
+split=$(qc -c "SELECT min(shardid) FROM pg_dist_shard_placement WHERE nodeport = ${CITUS_PORT[w1]} AND shardid IN ($events_shards)")
+range=$(qc -c "SELECT shardminvalue || ' ' || shardmaxvalue FROM pg_dist_shard WHERE shardid = $split")
+point=$(( (${range% *} + ${range#* }) / 2 ))
+node_w1=$(qc -c "SELECT nodeid FROM pg_dist_node WHERE nodeport = ${CITUS_PORT[w1]}")
+node_w2=$(qc -c "SELECT nodeid FROM pg_dist_node WHERE nodeport = ${CITUS_PORT[w2]}")
+t0=$(now_ms)
+expect_eq "citus_split_shard_by_split_points($split [${range% *}, ${range#* }], ARRAY['$point'], ARRAY[$node_w1, $node_w2], block_writes)" ok \
+  "$(outcome_on coord "SELECT citus_split_shard_by_split_points($split, ARRAY['$point'], ARRAY[$node_w1, $node_w2], shard_transfer_mode => 'block_writes')")"
+info "the split took $(($(now_ms) - t0)) ms"
+lower=$(qc -c "SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'events'::regclass AND shardminvalue = '${range% *}' AND shardmaxvalue = '$point'")
+upper=$(qc -c "SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'events'::regclass AND shardminvalue = '$((point + 1))' AND shardmaxvalue = '${range#* }'")
+expect_match "two new shards: [${range% *}, $point] and [$((point + 1)), ${range#* }]" '^[0-9]+ [0-9]+$' "$lower $upper"
+expect_eq "shard $split is gone from the metadata" 0 "$(qc -c "SELECT count(*) FROM pg_dist_shard WHERE shardid = $split")"
+expect_eq "the lower half on worker 1, the upper on worker 2" "${CITUS_PORT[w1]} ${CITUS_PORT[w2]}" \
+  "$(placement_port "${lower:-0}") $(placement_port "${upper:-0}")"
+expect_eq "the TTL index is on both new shards" "events_ttl_idx_${lower} events_ttl_idx_${upper}" \
+  "$(qw1 -c "SET citus.override_table_visibility = off" -c "SELECT coalesce(to_regclass('events_ttl_idx_${lower:-0}')::text, 'missing')") $(qw2 -c "SET citus.override_table_visibility = off" -c "SELECT coalesce(to_regclass('events_ttl_idx_${upper:-0}')::text, 'missing')")"
+lower_ids=$(qc -c "SELECT string_agg(g::text, ',') FROM (SELECT g FROM generate_series(800001, 900000) g
+                   WHERE get_shard_id_for_distribution_column('events', g) = ${lower:-0} LIMIT 150) s")
+upper_ids=$(qc -c "SELECT string_agg(g::text, ',') FROM (SELECT g FROM generate_series(800001, 900000) g
+                   WHERE get_shard_id_for_distribution_column('events', g) = ${upper:-0} LIMIT 150) s")
+# (a node's ttl_stats counts its shards under the table: a node's total, which the split keeps)
+w1_before=$(deleted_on w1 events) w2_before=$(deleted_on w2 events) w3_before=$(deleted_on w3 events)
+insert_expired coord "${lower_ids:-0},${upper_ids:-0}"
+eventually_eq "150 expired rows inserted into each new shard go" 20 0 "$CITUS_DB" \
+  "SELECT count(*) FROM events WHERE id IN (${lower_ids:-0},${upper_ids:-0})"
+for half in "w1:${lower:-0}" "w2:${upper:-0}"; do
+  expect_eq "and from ${half%%:*}'s shard ${half##*:} (read on ${half%%:*})" 0 \
+    "$(qn "${half%%:*}" "$CITUS_DB" -c "SET citus.override_table_visibility = off" -c "SELECT count(*) FROM events_${half##*:} WHERE id IN (${lower_ids:-0},${upper_ids:-0})")"
+done
+eventually_on w1 "worker 1 deleted those of shard $lower (its ttl_stats of events: +150, no errors)" 10 "$((w1_before + 150))|0" \
+  "SELECT coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0) FROM ttl_stats WHERE ttl_table = 'events'::regclass"
+eventually_on w2 "worker 2 deleted those of shard $upper (its ttl_stats of events: +150, no errors)" 10 "$((w2_before + 150))|0" \
+  "SELECT coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0) FROM ttl_stats WHERE ttl_table = 'events'::regclass"
+expect_eq "worker 3 did not (+0)" "$w3_before" "$(deleted_on w3 events)"
+expect_eq "no expired row left in events" 0 "$(qc -c "SELECT count(*) FROM events WHERE $expired")"
+qc -c "CALL citus_cleanup_orphaned_resources()" >/dev/null
+
+echo "== 13. the safety brake on the worker nodes: a table of 6,000 rows, 75 % expired at once"
+for node in "${workers[@]}"; do
+  qn "$node" "$CITUS_DB" -c "ALTER SYSTEM SET jsonb_ttl.max_table_fraction = 0.5" \
+    -c "ALTER SYSTEM SET jsonb_ttl.brake_min_rows = 100" -c "SELECT pg_reload_conf()" >/dev/null
+done
+for node in "${workers[@]}"; do
+  eventually_on "$node" "$node: max_table_fraction 0.5, brake_min_rows 100" 5 "0.5|100" \
+    "SELECT current_setting('jsonb_ttl.max_table_fraction') || '|' || current_setting('jsonb_ttl.brake_min_rows')"
+done
+# 6 shards of about 1,000 rows (over brake_min_rows), about 750 of each expired (over half);
+# ANALYZE (propagated to the shards) gives the brake their size
+qc >/dev/null <<'SQL'
+CREATE TABLE bulk (id bigint PRIMARY KEY, doc jsonb);
+SELECT create_distributed_table('bulk', 'id', shard_count => 6);
+INSERT INTO bulk
+SELECT g, jsonb_build_object('ts', CASE WHEN g % 4 = 0 THEN now() ELSE now() - interval '2 days' END)
+FROM generate_series(1, 6000) g;
+ANALYZE bulk;
+SQL
+info "bulk's shards (reltuples): $(qc -c "SELECT string_agg(shardid || '@' || nodeport || ':' || result, ' ' ORDER BY shardid) FROM run_command_on_shards('bulk', \$\$SELECT reltuples::int FROM pg_class WHERE oid = '%s'::regclass\$\$) JOIN pg_dist_shard_placement USING (shardid)")"
+expect_eq "ttl_index_create('bulk', 'ts', interval '1 day') on the coordinator" ok \
+  "$(outcome_on coord "SELECT ttl_index_create('bulk', 'ts', interval '1 day')")"
+for node in "${workers[@]}"; do
+  eventually_on "$node" "$node pauses bulk: ttl_indexes.paused_at set, its ttl_stats.skipped says why" 15 "true|true" \
+    "SELECT (paused_at IS NOT NULL) || '|' || (SELECT bool_and(skipped LIKE 'paused by the safety brake: more than % rows of %(jsonb_ttl.max_table_fraction = 0.5)%')
+                                                 FROM ttl_stats WHERE ttl_table = 'bulk'::regclass)
+     FROM ttl_indexes WHERE table_name = 'bulk'::regclass"
+done
+sleep 1  # two more passes of every node
+expect_eq "nothing of bulk deleted: 6,000 rows" 6000 "$(qc -c "SELECT count(*) FROM bulk")"
+for node in "${workers[@]}"; do
+  # (the pause is a visit's note: counted as an error, the reason its last_error)
+  expect_eq "$node: its ttl_stats of bulk, 0 rows deleted, the pause its last error" "0|true" \
+    "$(qn "$node" "$CITUS_DB" -c "SELECT rows_deleted || '|' || (last_error LIKE 'paused by the safety brake: %') FROM ttl_stats WHERE ttl_table = 'bulk'::regclass")"
+  info "$node: $(qn "$node" "$CITUS_DB" -c "SELECT skipped FROM ttl_stats WHERE ttl_table = 'bulk'::regclass LIMIT 1")"
+done
+expect_match "the reason names the resume to run on the node: ttl_index_resume('public.bulk')" \
+  "ttl_index_resume\('public\.bulk'\)$" "$(qw1 -c "SELECT skipped FROM ttl_stats WHERE ttl_table = 'bulk'::regclass LIMIT 1")"
+expect_eq "the coordinator's ttl_index of bulk is not paused (each node keeps its own brake state)" t \
+  "$(qc -c "SELECT paused_at IS NULL FROM ttl_index WHERE table_oid = 'bulk'::regclass")"
+for node in "${workers[@]}"; do
+  expect_eq "ttl_index_resume('bulk') on $node: it was paused" t "$(qn "$node" "$CITUS_DB" -c "SELECT ttl_index_resume('bulk')" 2>&1)"
+done
+eventually_eq "then the nodes remove the 4,500 expired rows, the 1,500 live stay" 30 "0|1500" "$CITUS_DB" \
+  "SELECT count(*) FILTER (WHERE $expired) || '|' || count(*) FILTER (WHERE $live) FROM bulk"
+wait_for "the worker nodes' ttl_stats of bulk add up to 4,500 rows deleted" 10 deleted_on_workers_is bulk 4500 || true
+for node in "${workers[@]}"; do
+  expect_eq "$node: bulk no longer paused" t \
+    "$(qn "$node" "$CITUS_DB" -c "SELECT paused_at IS NULL FROM ttl_indexes WHERE table_name = 'bulk'::regclass")"
+  qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET jsonb_ttl.max_table_fraction" \
+    -c "ALTER SYSTEM RESET jsonb_ttl.brake_min_rows" -c "SELECT pg_reload_conf()" >/dev/null
+done
+for node in "${workers[@]}"; do
+  eventually_on "$node" "$node: max_table_fraction back to 1, brake_min_rows to 10000" 5 "1|10000" \
+    "SELECT current_setting('jsonb_ttl.max_table_fraction') || '|' || current_setting('jsonb_ttl.brake_min_rows')"
+done
 
 info "runtime $(($(now_ms) - test_started)) ms"
 [ "$E2E_FAILURES" -eq 0 ] || citus_logs
