@@ -7,54 +7,46 @@
 //! Nothing here names a Citus object unless Citus is created in the database ([`present`]).
 
 use pgrx::pg_sys::Oid;
-use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
 /// Whether the citus extension is created in this database.
 pub fn present() -> bool {
-    Spi::get_one::<bool>(
+    crate::read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension \
                         WHERE extname OPERATOR(pg_catalog.=) 'citus'::pg_catalog.name)",
+        &[],
     )
-    .ok()
-    .flatten()
     .unwrap_or(false)
 }
 
 /// Whether `table` is a hash-distributed Citus table (its rows in shards on the nodes).
 pub fn hash_distributed(table: Oid) -> bool {
     present()
-        && Spi::get_one_with_args::<bool>(
+        && crate::read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition \
                             WHERE logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
                               AND partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")",
             &[table.into()],
         )
-        .ok()
-        .flatten()
         .unwrap_or(false)
 }
 
 /// Whether `table` is a Citus table of any kind, or a shard of one.
 fn citus_table(table: Oid) -> bool {
     present()
-        && Spi::get_one_with_args::<bool>(
+        && crate::read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition \
                             WHERE logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1) \
                  OR pg_catalog.relation_is_a_known_shard($1::pg_catalog.regclass)",
             &[table.into()],
         )
-        .ok()
-        .flatten()
         .unwrap_or(false)
 }
 
 /// Whether this node is the Citus coordinator (or Citus is not here: a single server).
 pub fn is_coordinator() -> bool {
     !present()
-        || Spi::get_one::<bool>("SELECT pg_catalog.citus_is_coordinator()")
-            .ok()
-            .flatten()
+        || crate::read::one::<bool>("SELECT pg_catalog.citus_is_coordinator()", &[])
             .unwrap_or(false)
 }
 
@@ -168,20 +160,18 @@ pub fn check_options(
 /// Whether the shards of the hash-distributed `table` are replicated by Citus itself
 /// (statement-based replication: several active placements of one shard).
 fn replicated(table: Oid) -> bool {
-    Spi::get_one_with_args::<bool>(
+    crate::read::one::<bool>(
         "SELECT repmodel OPERATOR(pg_catalog.<>) 's'::pg_catalog.\"char\" \
          FROM pg_catalog.pg_dist_partition WHERE logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
         &[table.into()],
     )
-    .ok()
-    .flatten()
     .unwrap_or(false)
 }
 
 /// Whether this node holds an active placement of a shard of the hash-distributed `table`.
 pub fn holds_shards_of(table: Oid) -> bool {
     present()
-        && Spi::get_one_with_args::<bool>(
+        && crate::read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_shard s \
                             JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid \
                             WHERE s.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
@@ -190,15 +180,13 @@ pub fn holds_shards_of(table: Oid) -> bool {
                                   (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
             &[table.into()],
         )
-        .ok()
-        .flatten()
         .unwrap_or(false)
 }
 
 /// Whether this node still holds an active placement of `shard`: one moved away since the
 /// pass began (its old copy awaiting cleanup here) is no longer purged here.
 pub fn holds_placement(shard: i64) -> bool {
-    Spi::get_one_with_args::<bool>(
+    crate::read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p \
                         WHERE p.shardid OPERATOR(pg_catalog.=) $1 \
                           AND p.shardstate OPERATOR(pg_catalog.=) 1 \
@@ -206,7 +194,5 @@ pub fn holds_placement(shard: i64) -> bool {
                               (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
         &[shard.into()],
     )
-    .ok()
-    .flatten()
     .unwrap_or(false)
 }

@@ -3,7 +3,6 @@
 //! pass; it prints as its schema, quoted, so SQL text names an object `{ext}.ttl_index`.
 
 use pgrx::pg_sys::Oid;
-use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
 
 /// Where 0.3.0 keeps the extension's internals (see [`Extension::internal`]).
@@ -25,13 +24,12 @@ impl std::fmt::Display for Extension {
 impl Extension {
     /// The extension, or `None` where it is not created; the worker never assumes `public`.
     pub fn find() -> Option<Extension> {
-        Spi::get_one::<String>(
+        crate::read::one::<String>(
             "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_extension e \
              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
              WHERE e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name",
+            &[],
         )
-        .ok()
-        .flatten()
         .map(|schema| Extension { schema })
     }
 
@@ -44,7 +42,7 @@ impl Extension {
     /// Only a schema that is a member of the extension counts: any role with CREATE on the
     /// database may make one of that name, and nothing of theirs may ever be called.
     pub fn has_internal_schema(&self) -> bool {
-        Spi::get_one::<bool>(
+        crate::read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_depend d \
              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) d.objid \
              JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid \
@@ -52,10 +50,8 @@ impl Extension {
                AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass \
                AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.\"char\" \
                AND e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name \
-               AND n.nspname OPERATOR(pg_catalog.=) 'jsonb_ttl_internal'::pg_catalog.name)",
+               AND n.nspname OPERATOR(pg_catalog.=) 'jsonb_ttl_internal'::pg_catalog.name)", &[],
         )
-        .ok()
-        .flatten()
         .unwrap_or(false)
     }
 
@@ -77,12 +73,13 @@ impl Extension {
     /// The role that owns the catalog table (the extension's owner).
     pub fn owner(&self) -> Oid {
         let catalog = quote_literal(self.catalog());
-        Spi::get_one::<Oid>(&format!(
-            "SELECT relowner FROM pg_catalog.pg_class \
+        crate::read::one::<Oid>(
+            &format!(
+                "SELECT relowner FROM pg_catalog.pg_class \
              WHERE oid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass"
-        ))
-        .ok()
-        .flatten()
+            ),
+            &[],
+        )
         .expect("the TTL catalog exists")
     }
 
@@ -92,14 +89,15 @@ impl Extension {
     /// through `to_jsonb(t) ->> 'time_zone'`, NULL when it is absent.)
     pub fn has_time_zone(&self) -> bool {
         let catalog = quote_literal(self.catalog());
-        Spi::get_one::<bool>(&format!(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute \
+        crate::read::one::<bool>(
+            &format!(
+                "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute \
              WHERE attrelid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass \
                AND attname OPERATOR(pg_catalog.=) 'time_zone'::pg_catalog.name \
                AND NOT attisdropped)"
-        ))
-        .ok()
-        .flatten()
+            ),
+            &[],
+        )
         .unwrap_or(false)
     }
 }

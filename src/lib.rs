@@ -48,6 +48,7 @@ pub mod partitions;
 pub mod planner;
 pub mod preload;
 pub mod preview;
+pub mod read;
 pub mod reference;
 pub mod registry;
 pub mod row_ttl;

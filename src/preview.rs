@@ -46,10 +46,13 @@ fn ttl_expire_preview(
     let sql = preview_sql(&ext, &index);
     let expire_after: Interval = index.expire_after;
     let query = || {
-        Spi::get_three_with_args::<i64, TimestampWithTimeZone, TimestampWithTimeZone>(
-            &sql,
-            &[at.into(), expire_after.into()],
-        )
+        // read-only (Spi::get_three would assign a transaction ID: refused on a standby)
+        Spi::connect(|client| {
+            client
+                .select(&sql, Some(1), &[at.into(), expire_after.into()])?
+                .first()
+                .get_three::<i64, TimestampWithTimeZone, TimestampWithTimeZone>()
+        })
         .unwrap_or_else(|e| error!("jsonb_ttl: cannot preview {}: {e}", index.display_name))
     };
     let row = match index.filter_sql {
@@ -69,12 +72,10 @@ fn entry_of(ext: &Extension, tbl: Oid) -> TtlIndex {
     {
         return index;
     }
-    let name = Spi::get_one_with_args::<String>(
+    let name = crate::read::one::<String>(
         "SELECT $1::pg_catalog.regclass::pg_catalog.text",
         &[tbl.into()],
     )
-    .ok()
-    .flatten()
     .unwrap_or_else(|| tbl.to_u32().to_string());
     raise(
         PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -117,11 +118,17 @@ fn preview_sql(ext: &Extension, index: &TtlIndex) -> String {
 /// able to read the table, and row security must not apply to them (the owner's view would
 /// show what it hides), or this raises.
 fn owner_for_filter(tbl: Oid, index: &TtlIndex) -> Oid {
-    let access = Spi::get_two_with_args::<bool, bool>(
-        "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
-                pg_catalog.row_security_active($1)",
-        &[tbl.into()],
-    );
+    let access = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT pg_catalog.has_table_privilege($1, 'SELECT'::pg_catalog.text), \
+                        pg_catalog.row_security_active($1)",
+                Some(1),
+                &[tbl.into()],
+            )?
+            .first()
+            .get_two::<bool, bool>()
+    });
     let Ok((Some(true), Some(row_security))) = access else {
         raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,

@@ -170,12 +170,15 @@ fn add_worker_nodes(rows: &mut Vec<StatsRow>) {
     let Some(ext) = crate::extension::Extension::find() else {
         return;
     };
-    let distributed = Spi::get_one::<bool>(&format!(
+    let distributed = crate::read::one::<bool>(
+        &format!(
         "SELECT EXISTS (SELECT FROM {ext}.ttl_index t JOIN pg_catalog.pg_dist_partition d \
                         ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
                         WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")"
-    ));
-    if distributed != Ok(Some(true)) {
+        ),
+        &[],
+    );
+    if distributed != Some(true) {
         return;
     }
     merge(rows, worker_node_rows(&ext));

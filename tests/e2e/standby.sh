@@ -42,6 +42,7 @@ wait_for "the primary's worker purges" 2 primary_purged
 standby_caught_up() { [ "$(sq app "SELECT count(*) FROM events")" = 100 ]; }
 wait_for "the deletes reach the standby through WAL" 5 standby_caught_up
 expect_eq "the standby never counted a deletion" 0 "$(sq app "SELECT coalesce(sum(rows_deleted), 0) FROM ttl_stats")"
+expect_eq "ttl_expire_preview reads on the standby too" 0 "$(sq app "SELECT rows FROM ttl_expire_preview('events')")"
 
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null
 expect_eq "pg_promote() on the standby" t "$(sq postgres "SELECT pg_promote()")"

@@ -1,0 +1,14 @@
+//! Queries that only read: pgrx's `Spi::get_one` and kin run as updates, which assign the
+//! transaction an ID — refused on a standby ("cannot assign TransactionIds during recovery"),
+//! where `ttl_stats` and `ttl_expire_preview` must still work.
+
+use pgrx::datum::{DatumWithOid, FromDatum, IntoDatum};
+use pgrx::prelude::*;
+
+/// The first column of the first row of `sql` (with `args`), read-only; `None` when there is
+/// no row, the value is NULL, or the query fails.
+pub fn one<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid]) -> Option<T> {
+    Spi::connect(|client| client.select(sql, Some(1), args)?.first().get_one::<T>())
+        .ok()
+        .flatten()
+}
