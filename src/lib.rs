@@ -10,7 +10,7 @@
 //!               build  touch  filter  deleter  table        deadline undeletable hooks
 //! the catalog   catalog/ (TtlIndex, load, lookups)
 //! SQL text      reference  row_ttl  functions
-//! ground        extension citus owner planner txn bgw gucs preload error jsonb_scalar
+//! ground        extension read citus owner planner txn bgw gucs preload error jsonb_scalar
 //! pure Rust     jsonb_ttl_core (core/): parse path batch_size purge touch row_ttl
 //! ```
 
