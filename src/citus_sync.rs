@@ -144,6 +144,69 @@ fn payload(ext: &Extension) -> Option<String> {
     })
 }
 
+/// The sent rows (`$1`: the payload), each resolved to this node's shell of its distributed
+/// table by name (kept the same on every node by Citus), and owned here by the role that owns
+/// it there.
+const SENT: &str =
+    "SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text) AS rel, \
+            e OPERATOR(pg_catalog.->) 'definition'::pg_catalog.text AS definition \
+     FROM pg_catalog.jsonb_array_elements($1 OPERATOR(pg_catalog.->) 'indexes'::pg_catalog.text) e \
+     JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) \
+          pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text)::pg_catalog.oid \
+     JOIN pg_catalog.pg_dist_partition d ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid \
+     WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
+       AND pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text OPERATOR(pg_catalog.=) \
+           (e OPERATOR(pg_catalog.->>) 'owner'::pg_catalog.text)";
+
+/// The statements that make this node's catalog rows of hash-distributed tables the sent ones
+/// (`$1`: the payload): the rows no longer sent go, the rows that differ are updated, the new
+/// ones inserted.
+fn receive_statements(ext: &Extension) -> [String; 3] {
+    let definition = DEFINITION
+        .iter()
+        .map(|c| format!("'{c}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sets: Vec<String> = DEFINITION
+        .iter()
+        .map(|c| format!("{c} = (n.def_row).{c}"))
+        .collect();
+    let sent = SENT;
+    let mine = format!(
+        "(SELECT pg_catalog.jsonb_object_agg(k.key, k.value) FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
+          WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{definition}]::pg_catalog.text[]))"
+    );
+    // Only rows that differ are written (and locked): an unchanged row a tenant holds locked
+    // here (ttl_index_resume in an open transaction) holds nothing up; a changed one waits 1 s
+    // at most, and the coordinator sends again at its next pass.
+    [
+        format!(
+            "DELETE FROM {ext}.ttl_index t USING pg_catalog.pg_dist_partition d \
+             WHERE d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+               AND d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
+               AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.<>) ALL (ARRAY( \
+                     SELECT s.rel::pg_catalog.oid FROM ({sent}) s))"
+        ),
+        format!(
+            "UPDATE {ext}.ttl_index t SET {} \
+             FROM (SELECT s.rel, pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, s.definition) AS def_row, \
+                          s.definition FROM ({sent}) s) n \
+             WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) n.rel::pg_catalog.oid \
+               AND {mine} OPERATOR(pg_catalog.<>) n.definition",
+            sets.join(", ")
+        ),
+        format!(
+            "INSERT INTO {ext}.ttl_index \
+             SELECT (pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, \
+                       s.definition OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object( \
+                         'table_oid', s.rel::pg_catalog.oid::pg_catalog.text, \
+                         'created_at', pg_catalog.now(), 'brake_released', false, \
+                         'hide_enabled_row_security', false))).* \
+             FROM ({sent}) s ON CONFLICT (table_oid) DO NOTHING"
+        ),
+    ]
+}
+
 /// On a worker node: makes its catalog rows of hash-distributed tables exactly the
 /// definitions the coordinator sent (`payload`, from [`send`]); returns how many of them it
 /// could not place (a table whose distribution has not reached this node yet, or owned here by
@@ -172,60 +235,7 @@ fn ttl_citus_receive(payload: pgrx::JsonB) -> i64 {
         );
     }
     let ext = Extension::current();
-    let definition = DEFINITION
-        .iter()
-        .map(|c| format!("'{c}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sets: Vec<String> = DEFINITION
-        .iter()
-        .map(|c| format!("{c} = (n.def_row).{c}"))
-        .collect();
-    // The sent rows, each resolved to this node's shell of its distributed table by name (kept
-    // the same on every node by Citus), and owned here by the role that owns it there.
-    let sent =
-        "SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text) AS rel, \
-                e OPERATOR(pg_catalog.->) 'definition'::pg_catalog.text AS definition \
-         FROM pg_catalog.jsonb_array_elements($1 OPERATOR(pg_catalog.->) 'indexes'::pg_catalog.text) e \
-         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) \
-              pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text)::pg_catalog.oid \
-         JOIN pg_catalog.pg_dist_partition d ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid \
-         WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
-           AND pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text OPERATOR(pg_catalog.=) \
-               (e OPERATOR(pg_catalog.->>) 'owner'::pg_catalog.text)";
-    let mine = format!(
-        "(SELECT pg_catalog.jsonb_object_agg(k.key, k.value) FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
-          WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{definition}]::pg_catalog.text[]))"
-    );
-    // Only rows that differ are written (and locked): an unchanged row a tenant holds locked
-    // here (ttl_index_resume in an open transaction) holds nothing up; a changed one waits 1 s
-    // at most, and the coordinator sends again at its next pass.
-    let statements = [
-        format!(
-            "DELETE FROM {ext}.ttl_index t USING pg_catalog.pg_dist_partition d \
-             WHERE d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
-               AND d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
-               AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.<>) ALL (ARRAY( \
-                     SELECT s.rel::pg_catalog.oid FROM ({sent}) s))"
-        ),
-        format!(
-            "UPDATE {ext}.ttl_index t SET {} \
-             FROM (SELECT s.rel, pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, s.definition) AS def_row, \
-                          s.definition FROM ({sent}) s) n \
-             WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) n.rel::pg_catalog.oid \
-               AND {mine} OPERATOR(pg_catalog.<>) n.definition",
-            sets.join(", ")
-        ),
-        format!(
-            "INSERT INTO {ext}.ttl_index \
-             SELECT (pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, \
-                       s.definition OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object( \
-                         'table_oid', s.rel::pg_catalog.oid::pg_catalog.text, \
-                         'created_at', pg_catalog.now(), 'brake_released', false, \
-                         'hide_enabled_row_security', false))).* \
-             FROM ({sent}) s ON CONFLICT (table_oid) DO NOTHING"
-        ),
-    ];
+    let statements = receive_statements(&ext);
     let placed = gucs::with_settings(&[(c"lock_timeout", "1000")], || {
         owner::as_catalog_owner(ext.owner(), || {
             for sql in &statements {
@@ -236,7 +246,7 @@ fn ttl_citus_receive(payload: pgrx::JsonB) -> i64 {
                 })?;
             }
             Spi::get_one_with_args::<i64>(
-                &format!("SELECT pg_catalog.count(*) FROM ({sent}) s"),
+                &format!("SELECT pg_catalog.count(*) FROM ({SENT}) s"),
                 &[pgrx::JsonB(payload.0.clone()).into()],
             )
         })
