@@ -90,18 +90,7 @@ SETTINGS=("shared_buffers = '2GB'" "max_parallel_workers_per_gather = 0" "jit = 
 echo "citus bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $("$PGBIN/postgres" --version), Citus $(sed -n "s/^default_version = '\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/citus.control")"
 echo "scale: $SCALE ($expired expired of $n rows), $ROUNDS round(s); settings of every server: ${SETTINGS[*]}"
 
-DOC_SQL=$(cat <<'SQL'
-CREATE FUNCTION bench_doc(g bigint, at timestamptz) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT jsonb_build_object(
-    'creationDate', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-    'user', 'user-' || (g % 1000),
-    'session', md5(g::text),
-    'payload', repeat('x', 60),
-    'n', g)
-$$;
-SQL
-)
+DOC_SQL=$(cat "$ROOT/bench/doc.sql")
 # The clock of a server that holds rows: one row per DELETE statement on a table of the bench
 # (a shard, on a Citus node), its transaction's start and its end. Unlogged: no WAL in the
 # figures. Local to its server (Citus propagates none of it).
@@ -281,29 +270,27 @@ echo "Each round: rows deleted, the tables (shards) they came from, the DELETE s
 echo "jsonb_ttl its batches, the one ending each shard's visit and finding nothing included), ms"
 echo "from the start of the first DELETE to the end of the last, WAL written (pg_current_wal_lsn)."
 row() { printf '%-44s %9s %7s %10s %9s %12s %12s\n' "$@"; }
+# cluster_side SIDE LABEL COORDINATOR_LABEL COORDINATOR_MS: round $r of a side on the cluster,
+# its worker nodes summed, then each node, then the coordinator
+cluster_side() {
+  local side=$1 rows wal node
+  rows=$((R[$side,rows_w1,$r] + R[$side,rows_w2,$r]))
+  wal=$((R[$side,wal_w1,$r] + R[$side,wal_w2,$r] + R[$side,wal_coord,$r]))
+  row "$2" "$rows" "$((R[$side,shards_w1,$r] + R[$side,shards_w2,$r]))" \
+      "$((R[$side,stmts_w1,$r] + R[$side,stmts_w2,$r]))" "${R[$side,ms,$r]}" "$wal" "$(per_row "$wal" "$rows")"
+  for node in w1 w2; do
+    row "  worker node $node" "${R[$side,rows_$node,$r]}" "${R[$side,shards_$node,$r]}" "${R[$side,stmts_$node,$r]}" \
+        "${R[$side,ms_$node,$r]}" "${R[$side,wal_$node,$r]}" "$(per_row "${R[$side,wal_$node,$r]}" "${R[$side,rows_$node,$r]}")"
+  done
+  row "  coordinator ($3)" "" "" "" "$4" "${R[$side,wal_coord,$r]}" ""
+}
 for r in $(seq "$ROUNDS"); do
   echo
   row "round $r" "rows" "tables" "statements" "ms" "WAL bytes" "per row"
   d_rows=$((R[del,rows_w1,$r] + R[del,rows_w2,$r]))
-  row "Citus DELETE ($plan on each shard)" "$d_rows" "$((R[del,shards_w1,$r] + R[del,shards_w2,$r]))" \
-      "$((R[del,stmts_w1,$r] + R[del,stmts_w2,$r]))" "${R[del,ms,$r]}" \
-      "$((R[del,wal_w1,$r] + R[del,wal_w2,$r] + R[del,wal_coord,$r]))" \
-      "$(per_row $((R[del,wal_w1,$r] + R[del,wal_w2,$r] + R[del,wal_coord,$r])) "$d_rows")"
-  for node in w1 w2; do
-    row "  worker node $node" "${R[del,rows_$node,$r]}" "${R[del,shards_$node,$r]}" "${R[del,stmts_$node,$r]}" \
-        "${R[del,ms_$node,$r]}" "${R[del,wal_$node,$r]}" "$(per_row "${R[del,wal_$node,$r]}" "${R[del,rows_$node,$r]}")"
-  done
-  row "  coordinator (ms: as its client sees it)" "" "" "" "${R[del,client,$r]}" "${R[del,wal_coord,$r]}" ""
   t_rows=$((R[ttl,rows_w1,$r] + R[ttl,rows_w2,$r]))
-  row "jsonb_ttl on the cluster" "$t_rows" "$((R[ttl,shards_w1,$r] + R[ttl,shards_w2,$r]))" \
-      "$((R[ttl,stmts_w1,$r] + R[ttl,stmts_w2,$r]))" "${R[ttl,ms,$r]}" \
-      "$((R[ttl,wal_w1,$r] + R[ttl,wal_w2,$r] + R[ttl,wal_coord,$r]))" \
-      "$(per_row $((R[ttl,wal_w1,$r] + R[ttl,wal_w2,$r] + R[ttl,wal_coord,$r])) "$t_rows")"
-  for node in w1 w2; do
-    row "  worker node $node" "${R[ttl,rows_$node,$r]}" "${R[ttl,shards_$node,$r]}" "${R[ttl,stmts_$node,$r]}" \
-        "${R[ttl,ms_$node,$r]}" "${R[ttl,wal_$node,$r]}" "$(per_row "${R[ttl,wal_$node,$r]}" "${R[ttl,rows_$node,$r]}")"
-  done
-  row "  coordinator (ms: until it sees none)" "" "" "" "${R[ttl,wall,$r]}" "${R[ttl,wal_coord,$r]}" ""
+  cluster_side del "Citus DELETE ($plan on each shard)" "ms: as its client sees it" "${R[del,client,$r]}"
+  cluster_side ttl "jsonb_ttl on the cluster" "ms: until it sees none" "${R[ttl,wall,$r]}"
   row "jsonb_ttl on one node" "${R[one,rows_one,$r]}" "${R[one,shards_one,$r]}" "${R[one,stmts_one,$r]}" \
       "${R[one,ms,$r]}" "${R[one,wal_one,$r]}" "$(per_row "${R[one,wal_one,$r]}" "${R[one,rows_one,$r]}")"
   row "  (ms: until it sees none)" "" "" "" "${R[one,wall,$r]}" "" ""

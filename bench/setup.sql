@@ -1,15 +1,7 @@
 -- Helpers for make bench: documents of ~200 bytes with an ISO-8601 creationDate.
 CREATE EXTENSION IF NOT EXISTS jsonb_ttl;
 
-CREATE FUNCTION bench_doc(g bigint, at timestamptz) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT jsonb_build_object(
-    'creationDate', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-    'user', 'user-' || (g % 1000),
-    'session', md5(g::text),
-    'payload', repeat('x', 60),
-    'n', g)
-$$;
+\ir doc.sql
 
 -- The drain clock: every DELETE statement on a bench table (a batch of the worker or of the hand
 -- loop, or the naive DELETE) records when its transaction began (the first one's is kept) and
