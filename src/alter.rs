@@ -16,6 +16,11 @@ pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Int
     ttl_index_of(ext, table);
     citus::check_managed_here(table.oid, &table.name);
     set_column(ext, table, "expire_after", expire_after.into());
+    if ext.has_controls() {
+        // a new expire_after is what the safety brake is for: a backlog it let through (the
+        // first one, or one resumed) is counted again
+        set_column(ext, table, "brake_released", false.into());
+    }
     let current = ttl_index_of(ext, table);
     if current.hide_expired {
         hide::refresh(ext, &current);
