@@ -477,7 +477,8 @@ SELECT l.relid::pg_catalog.regclass             AS table_name,
        s.last_success_at,
        s.last_run_ms,
        s.backlog,
-       CASE WHEN t.filter IS NULL AND c.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4 THEN
+       CASE WHEN t.filter IS NULL AND c.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4
+                 AND NOT coalesce(p.part OPERATOR(pg_catalog.=) 'row_ttl'::pg_catalog.text, false) THEN
            (SELECT GREATEST(0::pg_catalog.float4, c.reltuples OPERATOR(pg_catalog.-) pg_catalog.sum(ic.reltuples))::pg_catalog.int8
             FROM pg_catalog.pg_index x
             JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) x.indexrelid
@@ -491,12 +492,23 @@ SELECT l.relid::pg_catalog.regclass             AS table_name,
             HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0)
        END                                      AS rows_never_expire,
        t.paused_at IS NOT NULL                  AS paused,
-       t.paused_by
+       t.paused_by,
+       p.part
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(t.table_oid) l(relid)
+-- a per-row TTL table has two parts: the rows that fall back to expire_after, and those with
+-- a TTL of their own (each through its own index); any other table is one
+CROSS JOIN LATERAL (SELECT NULL::pg_catalog.text AS part WHERE t.row_ttl_path IS NULL
+                    UNION ALL
+                    SELECT v.part FROM (VALUES ('expire_after'::pg_catalog.text), ('row_ttl'::pg_catalog.text)) v(part)
+                    WHERE t.row_ttl_path IS NOT NULL) p
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
-LEFT JOIN jsonb_ttl_internal._ttl_stats() s ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
-LEFT JOIN jsonb_ttl_internal._ttl_undeletable() u ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid;
+LEFT JOIN jsonb_ttl_internal._ttl_stats() s
+       ON s.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+      AND s.own_ttl OPERATOR(pg_catalog.=) coalesce(p.part OPERATOR(pg_catalog.=) 'row_ttl'::pg_catalog.text, false)
+LEFT JOIN jsonb_ttl_internal._ttl_undeletable() u
+       ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+      AND NOT coalesce(p.part OPERATOR(pg_catalog.=) 'row_ttl'::pg_catalog.text, false);
 GRANT SELECT ON ttl_stats TO PUBLIC;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.

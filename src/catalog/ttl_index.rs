@@ -148,6 +148,15 @@ impl TtlIndex {
         }
     }
 
+    /// The part of its table's statistics a visit of this target counts in (see
+    /// [`crate::stats::OWN_TTL`]).
+    pub fn stats_part(&self) -> u8 {
+        match self.part {
+            Part::OwnTtl => crate::stats::OWN_TTL,
+            _ => crate::stats::WHOLE,
+        }
+    }
+
     /// What the worker keys its prepared statements and brake checks by: the table, and the
     /// part of its rows this target purges.
     pub fn target(&self) -> (Oid, Part) {

@@ -24,6 +24,9 @@ const ERROR_LEN: usize = 256;
 pub struct Entry {
     dboid: u32,
     reloid: u32,
+    /// Which rows of the table: [`WHOLE`], or [`OWN_TTL`] for the rows of a per-row TTL table
+    /// with a TTL of their own (the rest count in `WHOLE`).
+    part: u8,
     runs: u64,
     rows_deleted: u64,
     /// TimestampTz of the last run, 0 when none.
@@ -60,6 +63,7 @@ impl Entry {
     const EMPTY: Entry = Entry {
         dboid: 0,
         reloid: 0,
+        part: WHOLE,
         runs: 0,
         rows_deleted: 0,
         last_run_at: 0,
@@ -79,6 +83,11 @@ impl Entry {
         backlog: -1,
     };
 }
+
+/// The part of a table's statistics: all its rows, or those that fall back to expire_after.
+pub const WHOLE: u8 = 0;
+/// The part of a per-row TTL table's statistics: its rows with a TTL of their own.
+pub const OWN_TTL: u8 = 1;
 
 /// The most expired rows counted for `ttl_stats.backlog` after a visit cut short by a limit.
 pub const BACKLOG_COUNT_LIMIT: i64 = 100_000;
@@ -115,6 +124,8 @@ pub fn init() {
 /// What one pass did to one TTL index.
 pub struct Run<'a> {
     pub table: pg_sys::Oid,
+    /// [`WHOLE`] or [`OWN_TTL`].
+    pub part: u8,
     pub rows_deleted: u64,
     pub limit_reached: bool,
     pub error: Option<&'a str>,
@@ -126,9 +137,9 @@ pub struct Run<'a> {
 
 /// Counts the rows of one committed batch at once, so `ttl_stats` and `ttl_statistics()`
 /// follow a long purge batch by batch instead of at the end of the table's visit.
-pub fn record_batch(table: pg_sys::Oid, rows_deleted: u64) {
+pub fn record_batch(table: pg_sys::Oid, part: u8, rows_deleted: u64) {
     TOTAL_ROWS.get().fetch_add(rows_deleted, Ordering::Relaxed);
-    update_entry(table, |entry| entry.rows_deleted += rows_deleted);
+    update_entry(table, part, |entry| entry.rows_deleted += rows_deleted);
 }
 
 /// Counts the rows of the partitions the worker dropped or detached (the planner's estimate:
@@ -141,7 +152,7 @@ pub fn record_dropped(rows: u64) {
 /// rows were counted batch by batch).
 pub fn record_run(run: &Run) {
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    update_entry(run.table, |entry| {
+    update_entry(run.table, run.part, |entry| {
         entry.runs += 1;
         entry.last_run_at = now;
         entry.last_rows_deleted = run.rows_deleted;
@@ -175,8 +186,8 @@ fn set_error(entry: &mut Entry, error: &str) {
 
 /// Records the oldest expired reference time of `table` the worker sees now (`None`: nothing
 /// is expired, or it was all removed).
-pub fn record_oldest_expired(table: pg_sys::Oid, oldest: Option<TimestampWithTimeZone>) {
-    update_entry(table, |entry| {
+pub fn record_oldest_expired(table: pg_sys::Oid, part: u8, oldest: Option<TimestampWithTimeZone>) {
+    update_entry(table, part, |entry| {
         entry.oldest_expired = oldest.map_or(0, |at| at.into_inner())
     });
 }
@@ -194,7 +205,7 @@ pub fn set_aside(
     grace_ms: i64,
 ) -> Duration {
     let mut backoff = Duration::ZERO;
-    update_entry_in(dboid.to_u32(), table, |entry| {
+    update_entry_in(dboid.to_u32(), table, WHOLE, |entry| {
         entry.strikes += 1;
         entry.set_aside_owner = owner.to_u32();
         let base = Duration::from_millis(frequency_ms.max(60_000) as u64);
@@ -252,38 +263,43 @@ impl SetAside {
 
 /// The tables of the current database whose oldest expired time is recorded: a worker keeps
 /// this set, so it writes shared memory only when a table's lag appears, changes or goes.
-pub fn tables_with_oldest_expired() -> HashSet<pg_sys::Oid> {
+pub fn tables_with_oldest_expired() -> HashSet<(pg_sys::Oid, u8)> {
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
     ENTRIES
         .share()
         .0
         .iter()
         .filter(|e| e.dboid == dboid && e.oldest_expired != 0)
-        .map(|e| pg_sys::Oid::from(e.reloid))
+        .map(|e| (pg_sys::Oid::from(e.reloid), e.part))
         .collect()
 }
 
 /// Records how many rows of `table` the worker holds set aside now (see
 /// [`crate::undeletable`]).
 pub fn record_undeletable(table: pg_sys::Oid, rows: u64) {
-    update_entry(table, |entry| entry.rows_undeletable = rows);
+    update_entry(table, WHOLE, |entry| entry.rows_undeletable = rows);
 }
 
 /// Applies `update` to the entry of `table` in the current database, taking a free entry, or
 /// the one updated least recently, when it has none.
-fn update_entry(table: pg_sys::Oid, update: impl FnOnce(&mut Entry)) {
-    update_entry_in(unsafe { pg_sys::MyDatabaseId }.to_u32(), table, update)
+fn update_entry(table: pg_sys::Oid, part: u8, update: impl FnOnce(&mut Entry)) {
+    update_entry_in(
+        unsafe { pg_sys::MyDatabaseId }.to_u32(),
+        table,
+        part,
+        update,
+    )
 }
 
 /// [`update_entry`] in database `dboid`.
-fn update_entry_in(dboid: u32, table: pg_sys::Oid, update: impl FnOnce(&mut Entry)) {
+fn update_entry_in(dboid: u32, table: pg_sys::Oid, part: u8, update: impl FnOnce(&mut Entry)) {
     let reloid = table.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let mut entries = ENTRIES.exclusive();
     let index = entries
         .0
         .iter()
-        .position(|e| e.dboid == dboid && e.reloid == reloid)
+        .position(|e| e.dboid == dboid && e.reloid == reloid && e.part == part)
         .or_else(|| entries.0.iter().position(|e| e.dboid == 0))
         .unwrap_or_else(|| {
             // the least recently updated, never one whose table is set aside (its back-off
@@ -294,10 +310,11 @@ fn update_entry_in(dboid: u32, table: pg_sys::Oid, update: impl FnOnce(&mut Entr
                 .unwrap_or(0)
         });
     let entry = &mut entries.0[index];
-    if entry.dboid != dboid || entry.reloid != reloid {
+    if entry.dboid != dboid || entry.reloid != reloid || entry.part != part {
         *entry = Entry::EMPTY;
         entry.dboid = dboid;
         entry.reloid = reloid;
+        entry.part = part;
     }
     entry.touched_at = now;
     update(entry);
@@ -327,6 +344,7 @@ fn reset() {
             true => Entry {
                 dboid: entry.dboid,
                 reloid: entry.reloid,
+                part: entry.part,
                 set_aside_until: entry.set_aside_until,
                 strikes: entry.strikes,
                 set_aside_owner: entry.set_aside_owner,

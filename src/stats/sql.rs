@@ -29,6 +29,7 @@ type StatsRow = (
     Option<TimestampWithTimeZone>,
     Option<f64>,
     Option<i64>,
+    bool,
 );
 
 /// The statistics entries of the current database, as the caller may see them: an error
@@ -105,6 +106,7 @@ fn visible_row(e: &Entry, user: pg_sys::Oid, reads_all: bool, now: i64) -> Stats
         timestamptz(e.last_success_at),
         (e.runs > 0).then(|| e.last_run_us as f64 / 1000.0),
         (e.backlog >= 0).then_some(e.backlog),
+        e.part == super::OWN_TTL,
     )
 }
 
@@ -161,6 +163,7 @@ fn ttl_stats_rows() -> TableIterator<
         name!(last_success_at, Option<TimestampWithTimeZone>),
         name!(last_run_ms, Option<f64>),
         name!(backlog, Option<i64>),
+        name!(own_ttl, bool),
     ),
 > {
     let mut rows = visible_entries();
@@ -201,7 +204,8 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
                  WHERE c.oid OPERATOR(pg_catalog.=) ttl_table::pg_catalog.oid), \
                 runs, rows_deleted, last_run_at, last_rows_deleted, limit_reached, errors, \
-                last_error, oldest_expired, last_success_at, backlog)), '[]'::pg_catalog.json) \
+                last_error, oldest_expired, last_success_at, backlog, \
+                part IS NOT DISTINCT FROM 'row_ttl')), '[]'::pg_catalog.json) \
          FROM {ext}.ttl_stats \
          WHERE table_name OPERATOR(pg_catalog.=) ttl_table \
            AND ttl_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
@@ -222,7 +226,8 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                        FILTER (WHERE (e OPERATOR(pg_catalog.->>) 7) IS NOT NULL))[1], \
                       pg_catalog.min((e OPERATOR(pg_catalog.->>) 8)::pg_catalog.timestamptz), \
                       pg_catalog.min((e OPERATOR(pg_catalog.->>) 9)::pg_catalog.timestamptz), \
-                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 10)::pg_catalog.int8)::pg_catalog.int8 \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 10)::pg_catalog.int8)::pg_catalog.int8, \
+                      (e OPERATOR(pg_catalog.->>) 11)::pg_catalog.bool \
                FROM pg_catalog.run_command_on_workers($1) r, \
                     pg_catalog.json_array_elements(r.result::pg_catalog.json) e \
                WHERE r.success \
@@ -230,7 +235,7 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                      OPERATOR(pg_catalog.=) ANY (ARRAY( \
                        SELECT logicalrelid::pg_catalog.oid FROM pg_catalog.pg_dist_partition \
                        WHERE partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")) \
-               GROUP BY 1";
+               GROUP BY 1, 12";
     crate::gucs::with_settings(&crate::citus::CONNECT_TIMEOUT, || worker_stats(sql, remote))
 }
 
@@ -257,6 +262,7 @@ fn worker_stats(sql: &str, remote: String) -> Vec<StatsRow> {
                             row.get::<TimestampWithTimeZone>(10).ok().flatten(),
                             None,
                             row.get::<i64>(11).ok().flatten(),
+                            row.get::<bool>(12).ok().flatten().unwrap_or(false),
                         ))
                     })
                     .collect()
@@ -268,7 +274,10 @@ fn worker_stats(sql: &str, remote: String) -> Vec<StatsRow> {
 /// Adds each of `added` to the row of its table in `rows` (summed), or as a row of its own.
 fn merge(rows: &mut Vec<StatsRow>, added: Vec<StatsRow>) {
     for node in added {
-        match rows.iter_mut().find(|row| row.0 == node.0) {
+        match rows
+            .iter_mut()
+            .find(|row| row.0 == node.0 && row.13 == node.13)
+        {
             Some(here) => {
                 here.1 += node.1;
                 here.2 += node.2;
@@ -314,9 +323,14 @@ fn ttl_stats_entries() -> TableIterator<
         name!(last_error, Option<String>),
     ),
 > {
+    // one row a table, as that SQL joins it: the parts of a per-row TTL table summed
+    let mut rows: Vec<StatsRow> = Vec::new();
+    for mut row in visible_entries() {
+        row.13 = false;
+        merge(&mut rows, vec![row]);
+    }
     TableIterator::new(
-        visible_entries()
-            .into_iter()
+        rows.into_iter()
             .map(|r| (r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7)),
     )
 }

@@ -63,7 +63,7 @@ struct Worker {
     brake_checked: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
     /// Tables whose oldest expired time is recorded in the statistics (see
     /// [`stats::tables_with_oldest_expired`]).
-    lagging: std::collections::HashSet<Oid>,
+    lagging: std::collections::HashSet<(Oid, u8)>,
     /// What the coordinator last handed on to the Citus worker nodes (see [`citus_sync`]).
     citus_sent: citus_sync::Sent,
 }

@@ -276,7 +276,7 @@ fn forget_dropped(indexes: &mut Vec<TtlIndex>, root: Oid, busy: &[Oid], gone: &[
 struct Probing<'a> {
     ext: &'a Extension,
     probes: &'a mut HashMap<(Oid, catalog::Part), Prepared>,
-    lagging: &'a mut HashSet<Oid>,
+    lagging: &'a mut HashSet<(Oid, u8)>,
     role_settings: &'a mut HashMap<Oid, owner::RoleSettings>,
     /// What our statements set on top of the owner's settings.
     settings: &'a [(&'a CStr, &'a str)],
@@ -332,7 +332,7 @@ impl Probing<'_> {
 /// whether it found an expired row (or failed). Records the table's lag.
 fn probe_as_owner(
     probes: &mut HashMap<(Oid, catalog::Part), Prepared>,
-    lagging: &mut HashSet<Oid>,
+    lagging: &mut HashSet<(Oid, u8)>,
     index: &TtlIndex,
     sql: &str,
 ) -> bool {
@@ -347,8 +347,8 @@ fn probe_as_owner(
     match oldest {
         Ok(oldest) => {
             // (a Citus shard's lag is not recorded: ttl_stats shows its table once per node)
-            if index.part != catalog::Part::OwnTtl && index.shard.is_none() {
-                record_lag(lagging, index.table, oldest);
+            if index.shard.is_none() {
+                record_lag(lagging, index, oldest);
             }
             oldest.is_some()
         }
@@ -360,15 +360,16 @@ fn probe_as_owner(
 /// statistics, for `ttl_stats.oldest_expired`; shared memory is written only when there is a
 /// lag or one goes, not for each idle table of each pass.
 pub(super) fn record_lag(
-    lagging: &mut HashSet<Oid>,
-    table: Oid,
+    lagging: &mut HashSet<(Oid, u8)>,
+    index: &TtlIndex,
     oldest: Option<TimestampWithTimeZone>,
 ) {
+    let key = (index.table, index.stats_part());
     let was = match oldest {
-        Some(_) => !lagging.insert(table),
-        None => lagging.remove(&table),
+        Some(_) => !lagging.insert(key),
+        None => lagging.remove(&key),
     };
     if oldest.is_some() || was {
-        stats::record_oldest_expired(table, oldest);
+        stats::record_oldest_expired(key.0, key.1, oldest);
     }
 }

@@ -7,7 +7,7 @@ use super::batch::in_batch_frame;
 use super::pass::record_lag;
 use super::{Limit, Worker};
 use crate::bgw::{handle_signals, sleep};
-use crate::catalog::{self, TtlIndex};
+use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
 use crate::txn::{in_transaction, Failure};
@@ -174,7 +174,7 @@ impl Worker {
             Ok(Some(outcome)) => {
                 let n = outcome.deleted;
                 budget::give_back(granted - n as i64);
-                stats::record_batch(index.stats_table(), n);
+                stats::record_batch(index.stats_table(), index.stats_part(), n);
                 visit.removed += n;
                 let took = batch_started.elapsed();
                 visit.rows = batch_size::next(granted, n, took, visit.target, visit.max_rows);
@@ -203,9 +203,9 @@ impl Worker {
             self.undeletable.count(index.table) as u64,
         );
         if visit.limit == Limit::None && visit.error.is_none() {
-            if index.part != catalog::Part::OwnTtl && self.undeletable.count(index.table) == 0 {
+            if self.undeletable.count(index.table) == 0 {
                 // drained: nothing expired is left (rows set aside stay, and so does their age)
-                record_lag(&mut self.lagging, index.table, None);
+                record_lag(&mut self.lagging, index, None);
             }
             // drained: the next backlog is checked by the brake again
             self.brake_checked.remove(&index.target());
@@ -351,6 +351,7 @@ pub(super) fn report(
     }
     stats::record_run(&stats::Run {
         table: index.stats_table(),
+        part: index.stats_part(),
         rows_deleted: removed,
         limit_reached: limit != Limit::None,
         error: error.or(note).as_deref(),

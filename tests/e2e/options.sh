@@ -105,8 +105,21 @@ first=$(($(now_ms) - start))
 eventually_eq "then the row that falls back to expire_after (3 s)" 8 "3,4" app "$left"
 expect_eq "in that order, the first after about 1 s" t "$([ $first -lt 2500 ] && echo t || echo "f: $first ms")"
 sleep 1
-expect_eq "the row with -1 and the one with an hour stay; ttl_stats counts both parts" "3,4 2" \
-  "$(q app -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM items") $(q app -c "SELECT rows_deleted FROM ttl_stats WHERE table_name = 'items'::regclass")"
+expect_eq "the row with -1 and the one with an hour stay; ttl_stats counts each part" "3,4 expire_after:1,row_ttl:1" \
+  "$(q app -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM items") $(q app -c "SELECT string_agg(part || ':' || rows_deleted, ',' ORDER BY part) FROM ttl_stats WHERE table_name = 'items'::regclass")"
+# two more rows with a second of their own, one of which its owner's trigger will not let go
+q app <<'SQL' >/dev/null
+SET ROLE tenant;
+CREATE FUNCTION keep_five() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RAISE EXCEPTION 'row 5 is kept'; END $$;
+CREATE TRIGGER keep_five BEFORE DELETE ON items FOR EACH ROW WHEN (OLD.id = 5) EXECUTE FUNCTION keep_five();
+INSERT INTO items VALUES (5, jsonb_build_object('ts', now(), 'ttl', 1)), (6, jsonb_build_object('ts', now(), 'ttl', 1));
+SQL
+eventually_eq "each part has its own oldest_expired (the kept row's expiry) and counts (row 6)" 8 \
+  "expire_after:1:,row_ttl:2:true" app \
+  "SELECT string_agg(part || ':' || rows_deleted || ':' || coalesce((oldest_expired BETWEEN now() - interval '1 minute' AND now())::text, ''), ',' ORDER BY part)
+   FROM ttl_stats WHERE table_name = 'items'::regclass"
+q app -c "DROP TRIGGER keep_five ON items" -c "DELETE FROM items WHERE id = 5" >/dev/null
 
 echo "hide_expired"
 q app <<'SQL'

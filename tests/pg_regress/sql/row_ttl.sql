@@ -71,6 +71,11 @@ SELECT index_name FROM ttl_index_create('readings', 'taken_at', interval '1 day'
 INSERT INTO readings VALUES (1, now() - interval '1 hour', 60), (2, now() - interval '1 hour', NULL);
 SELECT ttl_expire_now('readings');
 SELECT id FROM readings;
+-- ttl_stats has a row for each part of a per-row TTL table: the rows that fall back to
+-- expire_after, and those with a TTL of their own (any other table has one, part NULL)
+SELECT table_name, part, runs, rows_deleted, oldest_expired FROM ttl_stats
+WHERE table_name = 'readings'::regclass ORDER BY part;
+
 DROP INDEX readings_ttl_idx;
 SELECT count(*) AS indexes_left FROM pg_indexes WHERE tablename = 'readings';
 
