@@ -6,6 +6,30 @@
 -- joins the other internals.
 ALTER FUNCTION @extschema@._ttl_touch() SET SCHEMA jsonb_ttl_internal;
 
+-- A delete window as ttl_indexes shows it ('01:00-05:00'), and whether the time of day now, in
+-- the index's time zone (UTC without one), is inside it (no window: always).
+CREATE FUNCTION jsonb_ttl_internal._ttl_window_text(window_start time, window_end time)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.substr(window_start::pg_catalog.text, 1, 5) OPERATOR(pg_catalog.||) '-'
+           OPERATOR(pg_catalog.||) pg_catalog.substr(window_end::pg_catalog.text, 1, 5)
+$$;
+
+CREATE FUNCTION jsonb_ttl_internal._ttl_in_window(window_start time, window_end time, zone text)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN window_start IS NULL OR window_end IS NULL THEN true
+                WHEN window_start OPERATOR(pg_catalog.<) window_end
+                THEN n.local OPERATOR(pg_catalog.>=) window_start AND n.local OPERATOR(pg_catalog.<) window_end
+                ELSE n.local OPERATOR(pg_catalog.>=) window_start OR n.local OPERATOR(pg_catalog.<) window_end
+           END
+    FROM (SELECT pg_catalog.timezone(coalesce(zone, 'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS local) n
+$$;
+
 -- Every TTL index of the database; index_size from the pages the catalog records (as of the
 -- index's build or last VACUUM or ANALYZE), read without locking the index, so that no
 -- tenant's lock makes the view wait. Like every statement of the install and update scripts, the
@@ -29,7 +53,14 @@ SELECT t.table_oid                          AS table_name,
        t.touch,
        t.hide_expired,
        t.row_ttl_path,
-       t.drop_partitions
+       t.drop_partitions,
+       t.paused_by,
+       t.paused_reason,
+       jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end) AS delete_window,
+       t.batch_size,
+       t.max_removes_per_second,
+       t.replication_origin,
+       t.logical_message
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal.index_oid o
@@ -40,7 +71,7 @@ LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_o
 LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
 GRANT SELECT ON ttl_indexes TO PUBLIC;
 
-CREATE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean)
+CREATE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean, rows_expired bigint)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -48,7 +79,10 @@ AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
            jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
-           t.drop_partitions
+           t.drop_partitions, t.paused_at IS NOT NULL,
+           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
+           t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
+           rows_expired
     FROM @extschema@.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
@@ -56,7 +90,12 @@ CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                 paused boolean DEFAULT false, delete_window text DEFAULT NULL,
+                                 batch_size integer DEFAULT NULL,
+                                 max_removes_per_second integer DEFAULT NULL,
+                                 replication_origin boolean DEFAULT false,
+                                 logical_message boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -66,70 +105,39 @@ DECLARE
                                                      filter, touch, build, hide_expired,
                                                      row_ttl_path, drop_partitions);
 BEGIN
-    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created);
+    -- the operator's controls: set on a new TTL index, compared with an existing one's
+    PERFORM jsonb_ttl_internal._ttl_index_controls(tbl, created, paused, delete_window, batch_size,
+                                                   max_removes_per_second, replication_origin,
+                                                   logical_message);
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created,
+        CASE WHEN created THEN jsonb_ttl_internal._ttl_first_backlog(tbl) END);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                 paused boolean DEFAULT false, delete_window text DEFAULT NULL,
+                                 batch_size integer DEFAULT NULL,
+                                 max_removes_per_second integer DEFAULT NULL,
+                                 replication_origin boolean DEFAULT false,
+                                 logical_message boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), numeric_unit,
                                         time_zone, filter, touch, build, hide_expired,
-                                        row_ttl_path, drop_partitions)
+                                        row_ttl_path, drop_partitions, paused, delete_window,
+                                        batch_size, max_removes_per_second, replication_origin,
+                                        logical_message)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
-
-CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
-                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
-                                hide_expired boolean DEFAULT NULL, drop_partitions text DEFAULT NULL)
-RETURNS @extschema@.ttl_index_info
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
-       AND drop_partitions IS NULL THEN
-        RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions or several.';
-    END IF;
-    IF expire_after IS NOT NULL THEN
-        PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
-    END IF;
-    IF time_zone IS NOT NULL THEN
-        PERFORM jsonb_ttl_internal._ttl_index_set_time_zone(tbl, time_zone);
-    END IF;
-    IF touch IS NOT NULL THEN
-        PERFORM jsonb_ttl_internal._ttl_index_set_touch(tbl, touch);
-    END IF;
-    IF hide_expired IS NOT NULL THEN
-        PERFORM jsonb_ttl_internal._ttl_index_set_hide_expired(tbl, hide_expired);
-    END IF;
-    IF drop_partitions IS NOT NULL THEN
-        PERFORM jsonb_ttl_internal._ttl_index_set_drop_partitions(tbl, drop_partitions);
-    END IF;
-    RETURN jsonb_ttl_internal._ttl_index_info(tbl, false);
-END
-$$;
-COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text) IS
-  'Changes expire_after of a TTL index (a catalog update), the time zone a timestamp or date column is read in (rebuilds the index), touch (creates or drops its trigger), hide_expired (creates or drops its policies) and drop_partitions (drop, detach or off).';
-
-CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
-RETURNS @extschema@.ttl_index_info
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT @extschema@.ttl_index_alter(tbl, jsonb_ttl_internal._ttl_seconds(expire_after))
-$$;
 
 -- expire_after as people type it first, an untyped literal ('1 day', '3600', '86400.5'): the
 -- interval and numeric overloads would tie on it, so a text one takes it, read as PostgreSQL
@@ -153,17 +161,83 @@ CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after text,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                 paused boolean DEFAULT false, delete_window text DEFAULT NULL,
+                                 batch_size integer DEFAULT NULL,
+                                 max_removes_per_second integer DEFAULT NULL,
+                                 replication_origin boolean DEFAULT false,
+                                 logical_message boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after),
                                         numeric_unit, time_zone, filter, touch, build, hide_expired,
-                                        row_ttl_path, drop_partitions)
+                                        row_ttl_path, drop_partitions, paused, delete_window,
+                                        batch_size, max_removes_per_second, replication_origin,
+                                        logical_message)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
+
+CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
+                                time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
+                                hide_expired boolean DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                filter text DEFAULT NULL, delete_window text DEFAULT NULL,
+                                batch_size integer DEFAULT NULL,
+                                max_removes_per_second integer DEFAULT NULL,
+                                replication_origin boolean DEFAULT NULL,
+                                logical_message boolean DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
+       AND drop_partitions IS NULL AND filter IS NULL AND delete_window IS NULL
+       AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
+       AND logical_message IS NULL THEN
+        RAISE EXCEPTION 'nothing to change'
+            USING ERRCODE = '22023',
+                  HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
+    END IF;
+    IF expire_after IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
+    END IF;
+    IF time_zone IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_time_zone(tbl, time_zone);
+    END IF;
+    IF touch IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_touch(tbl, touch);
+    END IF;
+    IF hide_expired IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_hide_expired(tbl, hide_expired);
+    END IF;
+    IF drop_partitions IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_drop_partitions(tbl, drop_partitions);
+    END IF;
+    IF filter IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_filter(tbl, filter);
+    END IF;
+    IF delete_window IS NOT NULL OR batch_size IS NOT NULL OR max_removes_per_second IS NOT NULL
+       OR replication_origin IS NOT NULL OR logical_message IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_controls(tbl, delete_window, batch_size,
+                                                           max_removes_per_second,
+                                                           replication_origin, logical_message);
+    END IF;
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
+END
+$$;
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean) IS
+  'Changes a TTL index: expire_after (a catalog update), the time zone a timestamp or date column is read in and the filter (both rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
+
+CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_alter(tbl, jsonb_ttl_internal._ttl_seconds(expire_after))
+$$;
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after text)
 RETURNS @extschema@.ttl_index_info
@@ -202,7 +276,15 @@ LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_index_resume(tbl) $$;
 COMMENT ON FUNCTION ttl_index_resume(regclass) IS
-  'Lifts a pause of the safety brake on the TTL index of a table; the brake holds again once the worker has drained the table.';
+  'Lifts a pause of the TTL index of a table (by the safety brake, or by hand); the brake holds again once the worker has drained the table.';
+
+CREATE FUNCTION ttl_index_pause(tbl regclass, reason text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_index_pause(tbl, reason) $$;
+COMMENT ON FUNCTION ttl_index_pause(regclass, text) IS
+  'Pauses the TTL index of a table by hand: the worker deletes nothing from it until ttl_index_resume(). Returns whether it was running.';
 
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
 -- owner may not write the catalog. It acts on the OIDs pg_event_trigger_dropped_objects()
@@ -384,9 +466,32 @@ SELECT l.relid::pg_catalog.regclass             AS table_name,
        CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
             THEN 'foreign table: rows are not deleted through a foreign data wrapper'::pg_catalog.text
             WHEN t.paused_at IS NOT NULL THEN t.paused_reason
+            WHEN NOT jsonb_ttl_internal._ttl_in_window(t.delete_window_start, t.delete_window_end, t.time_zone)
+            THEN 'outside its delete_window '::pg_catalog.text OPERATOR(pg_catalog.||)
+                 jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end)
+                 OPERATOR(pg_catalog.||) ' ('::pg_catalog.text OPERATOR(pg_catalog.||)
+                 coalesce(t.time_zone, 'UTC'::pg_catalog.text) OPERATOR(pg_catalog.||) ')'::pg_catalog.text
             ELSE s.set_aside
        END                                      AS skipped,
-       coalesce(u.rows_undeletable, 0)          AS rows_undeletable
+       coalesce(u.rows_undeletable, 0)          AS rows_undeletable,
+       s.last_success_at,
+       s.last_run_ms,
+       s.backlog,
+       CASE WHEN t.filter IS NULL AND c.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4 THEN
+           (SELECT GREATEST(0::pg_catalog.float4, c.reltuples OPERATOR(pg_catalog.-) pg_catalog.sum(ic.reltuples))::pg_catalog.int8
+            FROM pg_catalog.pg_index x
+            JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) x.indexrelid
+            WHERE x.indrelid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+              AND ic.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4
+              AND EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                          WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                            AND (o.index_oid OPERATOR(pg_catalog.=) x.indexrelid
+                                 OR o.index_oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+                                SELECT a.relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors(x.indexrelid) a))))
+            HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0)
+       END                                      AS rows_never_expire,
+       t.paused_at IS NOT NULL                  AS paused,
+       t.paused_by
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(t.table_oid) l(relid)
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid

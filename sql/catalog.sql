@@ -30,7 +30,14 @@ CREATE TABLE ttl_index (
     row_ttl_column name,
     row_ttl_json_path text[],
     row_ttl_index_name name,             -- the index over the rows with a TTL of their own
-    drop_partitions text CHECK (drop_partitions OPERATOR(pg_catalog.=) ANY (ARRAY['drop'::pg_catalog.text, 'detach'::pg_catalog.text])) -- expired partitions go whole
+    drop_partitions text CHECK (drop_partitions OPERATOR(pg_catalog.=) ANY (ARRAY['drop'::pg_catalog.text, 'detach'::pg_catalog.text])), -- expired partitions go whole
+    paused_by    text CHECK (paused_by OPERATOR(pg_catalog.=) ANY (ARRAY['brake'::pg_catalog.text, 'operator'::pg_catalog.text])), -- who paused it; NULL: not paused
+    delete_window_start time,            -- rows go only from this time of day …
+    delete_window_end   time,            -- … to this one, in time_zone (else UTC); NULL: any time
+    batch_size   integer CHECK (batch_size OPERATOR(pg_catalog.>) 0),  -- at most jsonb_ttl.batch_size; NULL: the setting
+    max_removes_per_second integer CHECK (max_removes_per_second OPERATOR(pg_catalog.>) 0), -- likewise
+    replication_origin boolean NOT NULL DEFAULT false, -- the worker's deletes carry the origin jsonb_ttl
+    logical_message boolean NOT NULL DEFAULT false     -- one logical decoding message per batch
 );
 COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
@@ -51,7 +58,14 @@ CREATE TYPE ttl_index_info AS (
     build_sql        text[],      -- build => false: the statements still to run; NULL once built
     hide_expired     boolean,
     row_ttl_path     text,
-    drop_partitions  text
+    drop_partitions  text,
+    paused           boolean,
+    delete_window    text,
+    batch_size       integer,
+    max_removes_per_second integer,
+    replication_origin boolean,
+    logical_message  boolean,
+    rows_expired     bigint       -- at creation: the rows already expired (the first backlog)
 );
 
 -- The indexes of each TTL index, by OID (objects are followed by OID, never by name: a name can

@@ -99,7 +99,10 @@ CREATE FUNCTION jsonb_ttl_internal."_ttl_stats"() RETURNS TABLE (
 	"errors" bigint,  /* i64 */
 	"last_error" TEXT,  /* Option < String > */
 	"oldest_expired" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
-	"set_aside" TEXT  /* Option < String > */
+	"set_aside" TEXT,  /* Option < String > */
+	"last_success_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"last_run_ms" double precision,  /* Option < f64 > */
+	"backlog" bigint  /* Option < i64 > */
 )
 STRICT VOLATILE PARALLEL RESTRICTED  
 SET search_path TO pg_catalog, pg_temp
@@ -126,6 +129,101 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_track_indexes_wrapper';
 
+-- The operator's controls of each TTL index (pause by hand, a delete window, its own batch and
+-- rate limits, what its deletes carry in the change stream), who paused it, and the first
+-- backlog that ttl_index_create reports.
+ALTER TABLE @extschema@.ttl_index
+    ADD COLUMN paused_by text CHECK (paused_by OPERATOR(pg_catalog.=) ANY (ARRAY['brake'::pg_catalog.text, 'operator'::pg_catalog.text])),
+    ADD COLUMN delete_window_start time,
+    ADD COLUMN delete_window_end time,
+    ADD COLUMN batch_size integer CHECK (batch_size OPERATOR(pg_catalog.>) 0),
+    ADD COLUMN max_removes_per_second integer CHECK (max_removes_per_second OPERATOR(pg_catalog.>) 0),
+    ADD COLUMN replication_origin boolean NOT NULL DEFAULT false,
+    ADD COLUMN logical_message boolean NOT NULL DEFAULT false;
+UPDATE @extschema@.ttl_index SET paused_by = 'brake' WHERE paused_at IS NOT NULL;
+ALTER TYPE @extschema@.ttl_index_info
+    ADD ATTRIBUTE paused boolean,
+    ADD ATTRIBUTE delete_window text,
+    ADD ATTRIBUTE batch_size integer,
+    ADD ATTRIBUTE max_removes_per_second integer,
+    ADD ATTRIBUTE replication_origin boolean,
+    ADD ATTRIBUTE logical_message boolean,
+    ADD ATTRIBUTE rows_expired bigint;
+
+-- A delete window as ttl_indexes shows it ('01:00-05:00'), and whether the time of day now, in
+-- the index's time zone (UTC without one), is inside it (no window: always).
+CREATE FUNCTION jsonb_ttl_internal._ttl_window_text(window_start time, window_end time)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.substr(window_start::pg_catalog.text, 1, 5) OPERATOR(pg_catalog.||) '-'
+           OPERATOR(pg_catalog.||) pg_catalog.substr(window_end::pg_catalog.text, 1, 5)
+$$;
+
+CREATE FUNCTION jsonb_ttl_internal._ttl_in_window(window_start time, window_end time, zone text)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN window_start IS NULL OR window_end IS NULL THEN true
+                WHEN window_start OPERATOR(pg_catalog.<) window_end
+                THEN n.local OPERATOR(pg_catalog.>=) window_start AND n.local OPERATOR(pg_catalog.<) window_end
+                ELSE n.local OPERATOR(pg_catalog.>=) window_start OR n.local OPERATOR(pg_catalog.<) window_end
+           END
+    FROM (SELECT pg_catalog.timezone(coalesce(zone, 'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS local) n
+$$;
+
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_controls"(
+	"tbl" oid, /* Option < Oid > */
+	"created" bool, /* Option < bool > */
+	"paused" bool, /* Option < bool > */
+	"delete_window" TEXT, /* Option < & str > */
+	"batch_size" INT, /* Option < i32 > */
+	"max_removes_per_second" INT, /* Option < i32 > */
+	"replication_origin" bool, /* Option < bool > */
+	"logical_message" bool /* Option < bool > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_controls_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_set_controls"(
+	"tbl" oid, /* Option < Oid > */
+	"delete_window" TEXT, /* Option < & str > */
+	"batch_size" INT, /* Option < i32 > */
+	"max_removes_per_second" INT, /* Option < i32 > */
+	"replication_origin" bool, /* Option < bool > */
+	"logical_message" bool /* Option < bool > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_controls_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_set_filter"(
+	"tbl" oid, /* Option < Oid > */
+	"filter" TEXT /* Option < & str > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_filter_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_pause"(
+	"tbl" oid, /* Option < Oid > */
+	"reason" TEXT /* Option < & str > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_pause_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_first_backlog"(
+	"tbl" oid /* Option < Oid > */
+) RETURNS bigint /* Option < i64 > */
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_first_backlog_wrapper';
+
 -- Every TTL index of the database; index_size from the pages the catalog records (as of the
 -- index's build or last VACUUM or ANALYZE), read without locking the index, so that no
 -- tenant's lock makes the view wait. Like every statement of the install and update scripts, the
@@ -149,7 +247,14 @@ SELECT t.table_oid                          AS table_name,
        t.touch,
        t.hide_expired,
        t.row_ttl_path,
-       t.drop_partitions
+       t.drop_partitions,
+       t.paused_by,
+       t.paused_reason,
+       jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end) AS delete_window,
+       t.batch_size,
+       t.max_removes_per_second,
+       t.replication_origin,
+       t.logical_message
 FROM @extschema@.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal.index_oid o
@@ -160,7 +265,12 @@ LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_o
 LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
 GRANT SELECT ON @extschema@.ttl_indexes TO PUBLIC;
 
-CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean)
+-- The wrappers take the operator's controls: new signatures, and a third argument of the info.
+DROP FUNCTION jsonb_ttl_internal._ttl_index_info(regclass, boolean);
+DROP FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text);
+DROP FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text);
+DROP FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean, boolean, text);
+CREATE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean, rows_expired bigint)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -168,15 +278,23 @@ AS $$
     SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
            is_newly_created, t.time_zone, t.filter, t.touch,
            jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
-           t.drop_partitions
+           t.drop_partitions, t.paused_at IS NOT NULL,
+           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
+           t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
+           rows_expired
     FROM @extschema@.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
+CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after interval,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                 paused boolean DEFAULT false, delete_window text DEFAULT NULL,
+                                 batch_size integer DEFAULT NULL,
+                                 max_removes_per_second integer DEFAULT NULL,
+                                 replication_origin boolean DEFAULT false,
+                                 logical_message boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -186,37 +304,60 @@ DECLARE
                                                      filter, touch, build, hide_expired,
                                                      row_ttl_path, drop_partitions);
 BEGIN
-    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created);
+    -- the operator's controls: set on a new TTL index, compared with an existing one's
+    PERFORM jsonb_ttl_internal._ttl_index_controls(tbl, created, paused, delete_window, batch_size,
+                                                   max_removes_per_second, replication_origin,
+                                                   logical_message);
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created,
+        CASE WHEN created THEN jsonb_ttl_internal._ttl_first_backlog(tbl) END);
 END
 $$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
+  'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
-CREATE OR REPLACE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
+CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                 paused boolean DEFAULT false, delete_window text DEFAULT NULL,
+                                 batch_size integer DEFAULT NULL,
+                                 max_removes_per_second integer DEFAULT NULL,
+                                 replication_origin boolean DEFAULT false,
+                                 logical_message boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), numeric_unit,
                                         time_zone, filter, touch, build, hide_expired,
-                                        row_ttl_path, drop_partitions)
+                                        row_ttl_path, drop_partitions, paused, delete_window,
+                                        batch_size, max_removes_per_second, replication_origin,
+                                        logical_message)
 $$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
+  'Creates the TTL index of a table, with expire_after in seconds.';
 
-CREATE OR REPLACE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
+CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
                                 time_zone text DEFAULT NULL, touch boolean DEFAULT NULL,
-                                hide_expired boolean DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                hide_expired boolean DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                filter text DEFAULT NULL, delete_window text DEFAULT NULL,
+                                batch_size integer DEFAULT NULL,
+                                max_removes_per_second integer DEFAULT NULL,
+                                replication_origin boolean DEFAULT NULL,
+                                logical_message boolean DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
-       AND drop_partitions IS NULL THEN
+       AND drop_partitions IS NULL AND filter IS NULL AND delete_window IS NULL
+       AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
+       AND logical_message IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
             USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions or several.';
+                  HINT = 'Pass expire_after, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
@@ -233,9 +374,20 @@ BEGIN
     IF drop_partitions IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_drop_partitions(tbl, drop_partitions);
     END IF;
-    RETURN jsonb_ttl_internal._ttl_index_info(tbl, false);
+    IF filter IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_filter(tbl, filter);
+    END IF;
+    IF delete_window IS NOT NULL OR batch_size IS NOT NULL OR max_removes_per_second IS NOT NULL
+       OR replication_origin IS NOT NULL OR logical_message IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_controls(tbl, delete_window, batch_size,
+                                                           max_removes_per_second,
+                                                           replication_origin, logical_message);
+    END IF;
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
 END
 $$;
+COMMENT ON FUNCTION @extschema@.ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean) IS
+  'Changes a TTL index: expire_after (a catalog update), the time zone a timestamp or date column is read in and the filter (both rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
 
 CREATE OR REPLACE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info
@@ -449,9 +601,32 @@ SELECT l.relid::pg_catalog.regclass             AS table_name,
        CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
             THEN 'foreign table: rows are not deleted through a foreign data wrapper'::pg_catalog.text
             WHEN t.paused_at IS NOT NULL THEN t.paused_reason
+            WHEN NOT jsonb_ttl_internal._ttl_in_window(t.delete_window_start, t.delete_window_end, t.time_zone)
+            THEN 'outside its delete_window '::pg_catalog.text OPERATOR(pg_catalog.||)
+                 jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end)
+                 OPERATOR(pg_catalog.||) ' ('::pg_catalog.text OPERATOR(pg_catalog.||)
+                 coalesce(t.time_zone, 'UTC'::pg_catalog.text) OPERATOR(pg_catalog.||) ')'::pg_catalog.text
             ELSE s.set_aside
        END                                      AS skipped,
-       coalesce(u.rows_undeletable, 0)          AS rows_undeletable
+       coalesce(u.rows_undeletable, 0)          AS rows_undeletable,
+       s.last_success_at,
+       s.last_run_ms,
+       s.backlog,
+       CASE WHEN t.filter IS NULL AND c.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4 THEN
+           (SELECT GREATEST(0::pg_catalog.float4, c.reltuples OPERATOR(pg_catalog.-) pg_catalog.sum(ic.reltuples))::pg_catalog.int8
+            FROM pg_catalog.pg_index x
+            JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) x.indexrelid
+            WHERE x.indrelid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
+              AND ic.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4
+              AND EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                          WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                            AND (o.index_oid OPERATOR(pg_catalog.=) x.indexrelid
+                                 OR o.index_oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+                                SELECT a.relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors(x.indexrelid) a))))
+            HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0)
+       END                                      AS rows_never_expire,
+       t.paused_at IS NOT NULL                  AS paused,
+       t.paused_by
 FROM @extschema@.ttl_index t
 CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(t.table_oid) l(relid)
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
@@ -510,16 +685,23 @@ CREATE FUNCTION @extschema@.ttl_index_create(tbl regclass, path text, expire_aft
                                  numeric_unit text DEFAULT 's', time_zone text DEFAULT NULL,
                                  filter text DEFAULT NULL, touch boolean DEFAULT false,
                                  build boolean DEFAULT true, hide_expired boolean DEFAULT false,
-                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL)
+                                 row_ttl_path text DEFAULT NULL, drop_partitions text DEFAULT NULL,
+                                 paused boolean DEFAULT false, delete_window text DEFAULT NULL,
+                                 batch_size integer DEFAULT NULL,
+                                 max_removes_per_second integer DEFAULT NULL,
+                                 replication_origin boolean DEFAULT false,
+                                 logical_message boolean DEFAULT false)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after),
                                         numeric_unit, time_zone, filter, touch, build, hide_expired,
-                                        row_ttl_path, drop_partitions)
+                                        row_ttl_path, drop_partitions, paused, delete_window,
+                                        batch_size, max_removes_per_second, replication_origin,
+                                        logical_message)
 $$;
-COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
   'Creates the TTL index of a table, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
 
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl regclass, expire_after text)
@@ -565,3 +747,14 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Pause and resume by hand.
+CREATE FUNCTION @extschema@.ttl_index_pause(tbl regclass, reason text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_index_pause(tbl, reason) $$;
+COMMENT ON FUNCTION @extschema@.ttl_index_pause(regclass, text) IS
+  'Pauses the TTL index of a table by hand: the worker deletes nothing from it until ttl_index_resume(). Returns whether it was running.';
+COMMENT ON FUNCTION @extschema@.ttl_index_resume(regclass) IS
+  'Lifts a pause of the TTL index of a table (by the safety brake, or by hand); the brake holds again once the worker has drained the table.';

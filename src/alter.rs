@@ -145,3 +145,49 @@ pub(crate) fn set_hide_expired(ext: &Extension, table: &Table, on: bool) {
     };
     set_column(ext, table, "hide_enabled_row_security", enabled_here.into());
 }
+
+/// Changes the filter (`''` removes it: every row expires). The filter is the index's
+/// predicate, so the TTL index is rebuilt as for a new time zone (see [`set_time_zone`]), and
+/// the hiding policies, which have it written in, follow.
+pub(crate) fn set_filter(ext: &Extension, table: &Table, text: &str) {
+    let current = ttl_index_of(ext, table);
+    citus::check_managed_here(table.oid, &table.name);
+    let filter = match text.trim() {
+        "" => None,
+        text => Some(crate::filter::analyze(table.oid, text)),
+    };
+    let filter_sql = filter.as_ref().map(|f| f.sql.clone());
+    if current.filter_sql == filter_sql {
+        return;
+    }
+    if current.drop_partitions.is_some() && filter.is_some() {
+        let reference = current
+            .base_reference(ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(table, &reference, &current.resolved, true, false);
+    }
+    let refiltered = TtlIndex {
+        filter_sql,
+        ..current
+    };
+    tracking::track_indexes(ext, table.oid);
+    set_column(
+        ext,
+        table,
+        "filter",
+        filter.as_ref().map(|f| f.shown.clone()).into(),
+    );
+    set_column(
+        ext,
+        table,
+        "filter_sql",
+        refiltered.filter_sql.clone().into(),
+    );
+    for (column, name, expression, predicate) in index_specs(ext, &refiltered) {
+        rebuild(ext, table, column, &name, &expression, &predicate);
+    }
+    let entry = ttl_index_of(ext, table);
+    if entry.hide_expired {
+        hide::refresh(ext, &entry);
+    }
+}

@@ -6,6 +6,7 @@
 //! ([`spec`]: each failure a clear error with a SQLSTATE and a HINT, before anything is
 //! changed), then hands over to [`create`], [`alter`], [`expire_now`] or [`brake`].
 
+use crate::controls::{self, Controls};
 use crate::extension::Extension;
 use crate::spec::{self, Args, IndexSpec};
 use crate::table::{owned_table, required, ttl_index_of};
@@ -237,4 +238,119 @@ fn ttl_index_resume(tbl: Option<Oid>) -> bool {
     let ext = Extension::current();
     let index = ttl_index_of(&ext, &table);
     brake::resume(&ext, index.root)
+}
+
+/// `ttl_index_create`'s operator controls (see [`controls`]): set on the TTL index it has just
+/// `created`, compared with those of one that existed already.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_controls",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_controls(
+    tbl: Option<Oid>,
+    created: Option<bool>,
+    paused: Option<bool>,
+    delete_window: Option<&str>,
+    batch_size: Option<i32>,
+    max_removes_per_second: Option<i32>,
+    replication_origin: Option<bool>,
+    logical_message: Option<bool>,
+) {
+    let table = owned_table(tbl);
+    let ext = Extension::current();
+    let paused = paused.unwrap_or(false);
+    let controls = Controls {
+        delete_window,
+        batch_size,
+        max_removes_per_second,
+        replication_origin,
+        logical_message,
+    };
+    match created.unwrap_or(false) {
+        true => {
+            controls::set(&ext, &table, &controls);
+            if paused {
+                controls::pause(&ext, &table, Some("created paused"));
+            }
+        }
+        false if controls::are_defaults(&controls, paused) => {}
+        false => controls::refuse_other(&ext, &table, &controls, paused),
+    }
+}
+
+/// `ttl_index_alter(tbl, delete_window => …, batch_size => …, …)` (see [`controls`]).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_controls",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_controls(
+    tbl: Option<Oid>,
+    delete_window: Option<&str>,
+    batch_size: Option<i32>,
+    max_removes_per_second: Option<i32>,
+    replication_origin: Option<bool>,
+    logical_message: Option<bool>,
+) {
+    let table = owned_table(tbl);
+    let ext = Extension::current();
+    ttl_index_of(&ext, &table);
+    let controls = Controls {
+        delete_window,
+        batch_size,
+        max_removes_per_second,
+        replication_origin,
+        logical_message,
+    };
+    controls::set(&ext, &table, &controls);
+}
+
+/// `ttl_index_alter(tbl, filter => …)` (see [`alter::set_filter`]).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_filter",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_filter(tbl: Option<Oid>, filter: Option<&str>) {
+    let table = owned_table(tbl);
+    let filter = required(filter, "filter");
+    alter::set_filter(&Extension::current(), &table, filter);
+}
+
+/// `ttl_index_pause(tbl, reason)`: the worker leaves the TTL index of `tbl` until
+/// `ttl_index_resume(tbl)`. For the table's owner. Returns whether it was running.
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_pause",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_pause(tbl: Option<Oid>, reason: Option<&str>) -> bool {
+    let table = owned_table(tbl);
+    let ext = Extension::current();
+    ttl_index_of(&ext, &table);
+    crate::citus::check_managed_here(table.oid, &table.name);
+    controls::pause(&ext, &table, reason)
+}
+
+/// The first backlog of the TTL index just created on `tbl` (see [`controls::first_backlog`]).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_first_backlog",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_first_backlog(tbl: Option<Oid>) -> Option<i64> {
+    let table = owned_table(tbl);
+    controls::first_backlog(&Extension::current(), &table)
 }

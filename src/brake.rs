@@ -137,10 +137,14 @@ fn resume_hint(index: &TtlIndex) -> String {
 
 /// Pauses the TTL index of `root` with `reason` (in the caller's transaction, as the worker).
 pub fn pause(ext: &Extension, root: Oid, reason: &str) {
+    let by = match ext.has_controls() {
+        true => ", paused_by = 'brake'",
+        false => "",
+    };
     Spi::run_with_args(
         &format!(
             "UPDATE {ext}.ttl_index SET paused_at = pg_catalog.now(), paused_reason = $2, \
-                    brake_released = false \
+                    brake_released = false{by} \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
         ),
         &[root.into(), reason.into()],
@@ -165,13 +169,17 @@ pub fn rearm(ext: &Extension, root: Oid) {
 /// a visit of the worker drains the table (`ttl_index_resume`). Returns whether the index was
 /// paused; an index that was not is left as it is (its brake still holds).
 pub fn resume(ext: &Extension, root: Oid) -> bool {
+    let by = match ext.has_controls() {
+        true => ", paused_by = NULL",
+        false => "",
+    };
     owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
             &format!(
                 "WITH before AS (SELECT paused_at IS NOT NULL AS paused FROM {ext}.ttl_index \
                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1), \
                       resumed AS (UPDATE {ext}.ttl_index SET paused_at = NULL, paused_reason = NULL, \
-                                         brake_released = true \
+                                         brake_released = true{by} \
                                   WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
                                     AND paused_at IS NOT NULL) \
                  SELECT paused FROM before"

@@ -88,15 +88,25 @@ impl Extension {
     /// the same, reading its timestamp columns as UTC as 0.1.0 did. (Loads read the column
     /// through `to_jsonb(t) ->> 'time_zone'`, NULL when it is absent.)
     pub fn has_time_zone(&self) -> bool {
+        self.has_catalog_column("time_zone")
+    }
+
+    /// Whether the catalog has the operator's controls (`paused_by`, `delete_window_start`…):
+    /// not before 0.3.0's SQL.
+    pub fn has_controls(&self) -> bool {
+        self.has_catalog_column("paused_by")
+    }
+
+    fn has_catalog_column(&self, column: &str) -> bool {
         let catalog = quote_literal(self.catalog());
         crate::read::one::<bool>(
             &format!(
                 "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute \
              WHERE attrelid OPERATOR(pg_catalog.=) {catalog}::pg_catalog.regclass \
-               AND attname OPERATOR(pg_catalog.=) 'time_zone'::pg_catalog.name \
+               AND attname OPERATOR(pg_catalog.=) $1::pg_catalog.name \
                AND NOT attisdropped)"
             ),
-            &[],
+            &[column.into()],
         )
         .unwrap_or(false)
     }

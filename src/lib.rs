@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! SQL face      api
-//! the work      create  alter  expire_now  preview          worker/{pass,visit,batch}  launcher/
+//! the work      create  alter  expire_now  preview controls worker/{pass,visit,batch}  launcher/
 //! the options   spec  hide  tracking  partitions  brake     citus_sync registry budget stats/
 //!               build  touch  filter  deleter  table        deadline undeletable hooks
 //! the catalog   catalog/ (TtlIndex, load, lookups)
@@ -30,6 +30,7 @@ pub mod build;
 pub mod catalog;
 pub mod citus;
 pub mod citus_sync;
+pub mod controls;
 pub mod create;
 pub mod deadline;
 pub mod deleter;

@@ -130,6 +130,19 @@ fn index_ready_sql(name: &str) -> String {
     )
 }
 
+/// Whether the time of day now, in the TTL index's zone (UTC without one), is inside its
+/// delete window (the part of the load query below; no window, or a catalog without one:
+/// always). As `jsonb_ttl_internal._ttl_in_window` in sql/api.sql, which a catalog from before
+/// 0.3.0 does not have.
+const IN_WINDOW_SQL: &str = "(SELECT CASE WHEN w.s IS NULL OR w.e IS NULL THEN true \
+          WHEN w.s OPERATOR(pg_catalog.<) w.e \
+          THEN w.l OPERATOR(pg_catalog.>=) w.s AND w.l OPERATOR(pg_catalog.<) w.e \
+          ELSE w.l OPERATOR(pg_catalog.>=) w.s OR w.l OPERATOR(pg_catalog.<) w.e END \
+   FROM (SELECT (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'delete_window_start'::pg_catalog.text)::pg_catalog.time AS s, \
+                (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'delete_window_end'::pg_catalog.text)::pg_catalog.time AS e, \
+                pg_catalog.timezone(coalesce(pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
+                                             'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS l) w)";
+
 /// The query of [`load`] (`$1`: the table, or NULL for all): one row per target of `scope`,
 /// in the columns [`from_row`] reads.
 fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
@@ -146,6 +159,7 @@ fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
         ),
     };
     let ready = index_ready_sql("t.index_name::pg_catalog.text");
+    let in_window = IN_WINDOW_SQL;
     let row_ready = index_ready_sql(
         "pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text",
     );
@@ -183,7 +197,14 @@ fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
                        (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text)), \
                 {row_ready}, \
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text, \
-                l.shardid \
+                l.shardid, \
+                {in_window}, \
+                (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'batch_size'::pg_catalog.text)::pg_catalog.int8, \
+                (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'max_removes_per_second'::pg_catalog.text)::pg_catalog.int8, \
+                coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'replication_origin'::pg_catalog.text) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                coalesce((pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'logical_message'::pg_catalog.text) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false) \
          FROM {ext}.ttl_index t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
@@ -253,6 +274,11 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
             .flatten()
             .and_then(|mode| PartitionMode::from_name(&mode)),
         shard: row.get::<i64>(31).ok().flatten(),
+        in_window: row.get::<bool>(32).ok().flatten().unwrap_or(true),
+        batch_size: row.get::<i64>(33).ok().flatten(),
+        max_removes_per_second: row.get::<i64>(34).ok().flatten(),
+        replication_origin: row.get::<bool>(35).ok().flatten().unwrap_or(false),
+        logical_message: row.get::<bool>(36).ok().flatten().unwrap_or(false),
     }
 }
 

@@ -62,6 +62,17 @@ pub struct TtlIndex {
     pub drop_partitions: Option<PartitionMode>,
     /// The Citus shard `table` is, of the hash-distributed table `root` (see [`crate::citus`]).
     pub shard: Option<i64>,
+    /// Whether now is inside its delete window (see [`crate::controls`]; none: always), as of
+    /// the catalog's load.
+    pub in_window: bool,
+    /// Its own cap on the rows of a batch, under `jsonb_ttl.batch_size`.
+    pub batch_size: Option<i64>,
+    /// Its own cap on the rows removed per second, under `jsonb_ttl.max_removes_per_second`.
+    pub max_removes_per_second: Option<i64>,
+    /// Its deletes carry the replication origin `jsonb_ttl` (see [`crate::controls`]).
+    pub replication_origin: bool,
+    /// Each of its batches emits a logical decoding message.
+    pub logical_message: bool,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).

@@ -47,6 +47,13 @@ pub struct Entry {
     strikes: u32,
     /// The table's owner when it was set aside: that owner's other tables wait too.
     set_aside_owner: u32,
+    /// TimestampTz of the end of the last visit that ended without an error, 0 when none.
+    last_success_at: i64,
+    /// How long the last visit took (µs).
+    last_run_us: u64,
+    /// The expired rows left at the end of the last visit (0: it drained the table; counted
+    /// up to [`BACKLOG_COUNT_LIMIT`]), -1 when unknown.
+    backlog: i64,
 }
 
 impl Entry {
@@ -67,8 +74,14 @@ impl Entry {
         set_aside_until: 0,
         strikes: 0,
         set_aside_owner: 0,
+        last_success_at: 0,
+        last_run_us: 0,
+        backlog: -1,
     };
 }
+
+/// The most expired rows counted for `ttl_stats.backlog` after a visit cut short by a limit.
+pub const BACKLOG_COUNT_LIMIT: i64 = 100_000;
 
 #[derive(Copy, Clone)]
 pub struct Entries([Entry; MAX_ENTRIES]);
@@ -105,6 +118,10 @@ pub struct Run<'a> {
     pub rows_deleted: u64,
     pub limit_reached: bool,
     pub error: Option<&'a str>,
+    /// How long the visit took.
+    pub took: Duration,
+    /// The expired rows it left (see [`Entry::backlog`]), `None` when unknown.
+    pub backlog: Option<i64>,
 }
 
 /// Counts the rows of one committed batch at once, so `ttl_stats` and `ttl_statistics()`
@@ -129,6 +146,11 @@ pub fn record_run(run: &Run) {
         entry.last_run_at = now;
         entry.last_rows_deleted = run.rows_deleted;
         entry.limit_reached += run.limit_reached as u64;
+        entry.last_run_us = run.took.as_micros() as u64;
+        entry.backlog = run.backlog.unwrap_or(-1);
+        if run.error.is_none() {
+            entry.last_success_at = now;
+        }
         match run.error {
             Some(error) => set_error(entry, error),
             // batches ran to their end: the back-off of a table set aside starts over

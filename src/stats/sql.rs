@@ -26,6 +26,9 @@ type StatsRow = (
     Option<String>,
     Option<TimestampWithTimeZone>,
     Option<String>,
+    Option<TimestampWithTimeZone>,
+    Option<f64>,
+    Option<i64>,
 );
 
 /// The statistics entries of the current database, as the caller may see them: an error
@@ -99,6 +102,9 @@ fn visible_row(e: &Entry, user: pg_sys::Oid, reads_all: bool, now: i64) -> Stats
         error,
         oldest_expired,
         set_aside,
+        timestamptz(e.last_success_at),
+        (e.runs > 0).then(|| e.last_run_us as f64 / 1000.0),
+        (e.backlog >= 0).then_some(e.backlog),
     )
 }
 
@@ -152,6 +158,9 @@ fn ttl_stats_rows() -> TableIterator<
         name!(last_error, Option<String>),
         name!(oldest_expired, Option<TimestampWithTimeZone>),
         name!(set_aside, Option<String>),
+        name!(last_success_at, Option<TimestampWithTimeZone>),
+        name!(last_run_ms, Option<f64>),
+        name!(backlog, Option<i64>),
     ),
 > {
     let mut rows = visible_entries();
@@ -192,7 +201,7 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
                  WHERE c.oid OPERATOR(pg_catalog.=) ttl_table::pg_catalog.oid), \
                 runs, rows_deleted, last_run_at, last_rows_deleted, limit_reached, errors, \
-                last_error, oldest_expired)), '[]'::pg_catalog.json) \
+                last_error, oldest_expired, last_success_at, backlog)), '[]'::pg_catalog.json) \
          FROM {ext}.ttl_stats \
          WHERE table_name OPERATOR(pg_catalog.=) ttl_table \
            AND ttl_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
@@ -211,7 +220,9 @@ fn worker_node_rows(ext: &crate::extension::Extension) -> Vec<StatsRow> {
                           (e OPERATOR(pg_catalog.->>) 7) \
                         ORDER BY (e OPERATOR(pg_catalog.->>) 3)::pg_catalog.timestamptz DESC NULLS LAST) \
                        FILTER (WHERE (e OPERATOR(pg_catalog.->>) 7) IS NOT NULL))[1], \
-                      pg_catalog.min((e OPERATOR(pg_catalog.->>) 8)::pg_catalog.timestamptz) \
+                      pg_catalog.min((e OPERATOR(pg_catalog.->>) 8)::pg_catalog.timestamptz), \
+                      pg_catalog.min((e OPERATOR(pg_catalog.->>) 9)::pg_catalog.timestamptz), \
+                      pg_catalog.sum((e OPERATOR(pg_catalog.->>) 10)::pg_catalog.int8)::pg_catalog.int8 \
                FROM pg_catalog.run_command_on_workers($1) r, \
                     pg_catalog.json_array_elements(r.result::pg_catalog.json) e \
                WHERE r.success \
@@ -243,6 +254,9 @@ fn worker_stats(sql: &str, remote: String) -> Vec<StatsRow> {
                             row.get::<String>(8).ok().flatten(),
                             row.get::<TimestampWithTimeZone>(9).ok().flatten(),
                             None,
+                            row.get::<TimestampWithTimeZone>(10).ok().flatten(),
+                            None,
+                            row.get::<i64>(11).ok().flatten(),
                         ))
                     })
                     .collect()
@@ -265,6 +279,15 @@ fn merge(rows: &mut Vec<StatsRow>, added: Vec<StatsRow>) {
                 here.7 = here.7.take().or(node.7);
                 here.8 = match (here.8, node.8) {
                     (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                // the last success of every node: the earliest of theirs
+                here.10 = match (here.10, node.10) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                here.12 = match (here.12, node.12) {
+                    (Some(a), Some(b)) => Some(a + b),
                     (a, b) => a.or(b),
                 };
             }

@@ -4,7 +4,7 @@
 //! the next worker of the database).
 
 use super::batch::{prepared, Prepared};
-use super::visit::report;
+use super::visit::{report, Ended};
 use super::{Limit, Worker};
 use crate::bgw::{handle_signals, BatchTimer};
 use crate::catalog::{self, TtlIndex};
@@ -117,13 +117,27 @@ impl Worker {
             // ttl_stats shows both as skipped
             _ if index.foreign => Limit::None,
             _ if index.paused || self.paused_roots.contains(&index.root) => Limit::None,
+            // outside its delete window: ttl_stats shows it as skipped
+            _ if !index.in_window => Limit::None,
             // it held a worker past its deadline: ttl_stats shows until when
             _ if set_aside => Limit::None,
-            _ if !index.index_ready => {
-                report(index, 0, Limit::None, None, Some(missing_index(index)))
-            }
+            _ if !index.index_ready => report(
+                index,
+                0,
+                Limit::None,
+                None,
+                Some(missing_index(index)),
+                Ended::default(),
+            ),
             true => self.purge(ext, index),
-            false => report(index, 0, Limit::None, None, None),
+            // the probe found nothing expired: no backlog
+            false => {
+                let ended = Ended {
+                    took: Duration::ZERO,
+                    backlog: Some(0),
+                };
+                report(index, 0, Limit::None, None, None, ended)
+            }
         }
     }
 
@@ -138,7 +152,7 @@ impl Worker {
         let mut roots = std::collections::HashSet::new();
         let owners: Vec<(TtlIndex, partitions::Mode)> = indexes
             .iter()
-            .filter(|index| !index.paused && roots.insert(index.root))
+            .filter(|index| !index.paused && index.in_window && roots.insert(index.root))
             .filter_map(|index| Some((index.clone(), index.drop_partitions?)))
             .collect();
         for (index, mode) in owners {
@@ -274,7 +288,7 @@ struct Probing<'a> {
 impl Probing<'_> {
     /// Whether `index`'s table has an expired row now (or might: it is visited).
     fn table(&mut self, index: &TtlIndex, set_aside: bool) -> bool {
-        if index.foreign || !index.index_ready || index.paused || set_aside {
+        if index.foreign || !index.index_ready || index.paused || !index.in_window || set_aside {
             return false; // no foreign data wrapper, no scan of the whole table
         }
         if self.timeout_ms > 0

@@ -31,15 +31,27 @@ struct Visit {
     target: Duration,
     /// The size of the next batch.
     rows: i64,
+    /// The most rows a batch may take: `batch_size`, or the index's own when lower.
+    max_rows: i64,
+    /// The most rows removed per second: `max_removes_per_second`, or the index's own when
+    /// lower (0: no limit).
+    rate: i64,
+    /// When the visit began.
+    started: Instant,
 }
 
 impl Visit {
     /// A visit whose first batch starts from `last_rows`, where the table's last visit left its
     /// batch size.
-    fn start(last_rows: Option<i64>) -> Visit {
+    fn start(index: &TtlIndex, last_rows: Option<i64>) -> Visit {
         let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
         let target = Duration::from_millis(gucs::BATCH_TIME_MS.get() as u64);
-        let rows = batch_size::first(last_rows, target, gucs::BATCH_SIZE.get() as i64);
+        let max_rows = lower(gucs::BATCH_SIZE.get() as i64, index.batch_size);
+        let rate = lower(
+            gucs::MAX_REMOVES_PER_SECOND.get() as i64,
+            index.max_removes_per_second,
+        );
+        let rows = batch_size::first(last_rows, target, max_rows);
         Visit {
             purge: Purge::default(),
             removed: 0,
@@ -49,7 +61,20 @@ impl Visit {
             max_table,
             target,
             rows,
+            max_rows,
+            rate,
+            started: Instant::now(),
         }
+    }
+}
+
+/// A server limit (0: none) with a TTL index's own on top: the lower one. An index's own
+/// limits come from its owner, whom the server's limits hold: they never raise them.
+fn lower(server: i64, own: Option<i64>) -> i64 {
+    match (server, own) {
+        (_, None) => server,
+        (0, Some(own)) => own,
+        (server, Some(own)) => server.min(own),
     }
 }
 
@@ -60,21 +85,24 @@ impl Worker {
     pub(super) fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
         match self.brake(ext, index) {
             Brake::Go => {}
-            Brake::Paused(reason) => {
+            Brake::Paused => {
+                // not an error: ttl_stats shows it as paused, with its reason in skipped
                 self.paused_roots.insert(index.root);
-                return report(index, 0, Limit::None, None, Some(reason));
+                return Limit::None;
             }
             // unchecked, not purged: the table waits for the next pass
-            Brake::Failed(e) => return report(index, 0, Limit::None, Some(e), None),
+            Brake::Failed(e) => {
+                return report(index, 0, Limit::None, Some(e), None, Ended::default())
+            }
         }
-        let mut visit = Visit::start(self.batch_rows.get(&index.table).copied());
+        let mut visit = Visit::start(index, self.batch_rows.get(&index.table).copied());
         while self.next_batch(ext, index, &mut visit) {}
         self.end_visit(ext, index, visit)
     }
 
     /// The next batch of `visit`, if the limits leave room for one: whether another follows.
     fn next_batch(&mut self, ext: &Extension, index: &TtlIndex, visit: &mut Visit) -> bool {
-        let rate_cap = batch_size::rate_cap(gucs::MAX_REMOVES_PER_SECOND.get() as i64);
+        let rate_cap = batch_size::rate_cap(visit.rate);
         let want = visit
             .rows
             .min(rate_cap.unwrap_or(i64::MAX))
@@ -149,20 +177,18 @@ impl Worker {
                 stats::record_batch(index.stats_table(), n);
                 visit.removed += n;
                 let took = batch_started.elapsed();
-                let max = gucs::BATCH_SIZE.get() as i64;
-                visit.rows = batch_size::next(granted, n, took, visit.target, max);
+                visit.rows = batch_size::next(granted, n, took, visit.target, visit.max_rows);
                 self.batch_rows.insert(index.table, visit.rows);
                 if !visit.purge.go_on(granted, outcome) {
                     return false;
                 }
-                throttle(n, batch_started);
+                throttle(n, batch_started, visit.rate);
                 true
             }
             Err(e) => {
                 budget::give_back(granted);
                 visit.error = Some(e.message);
-                let max = gucs::BATCH_SIZE.get() as i64;
-                let smaller = batch_size::after_failure(granted, visit.target, max);
+                let smaller = batch_size::after_failure(granted, visit.target, visit.max_rows);
                 self.batch_rows.insert(index.table, smaller);
                 false
             }
@@ -188,7 +214,36 @@ impl Worker {
                 let _ = in_transaction(|| brake::rearm(ext, index.root));
             }
         }
-        report(index, visit.removed, visit.limit, visit.error, visit.note)
+        let backlog = match (&visit.error, visit.limit) {
+            (Some(_), _) => None,
+            // drained (rows set aside are not expired rows the worker can remove)
+            (None, Limit::None) => Some(0),
+            (None, _) => self.count_backlog(ext, index),
+        };
+        let took = visit.started.elapsed();
+        let ended = Ended { took, backlog };
+        report(
+            index,
+            visit.removed,
+            visit.limit,
+            visit.error,
+            visit.note,
+            ended,
+        )
+    }
+
+    /// The expired rows a visit cut short by a limit left, counted up to
+    /// [`stats::BACKLOG_COUNT_LIMIT`] as the safety brake counts (as the owner, in a batch
+    /// frame); `None` when the count fails.
+    fn count_backlog(&mut self, ext: &Extension, index: &TtlIndex) -> Option<i64> {
+        let counted = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let sql = brake::count_sql(ext, current).ok()?;
+            let limit = stats::BACKLOG_COUNT_LIMIT;
+            Spi::get_one_with_args::<i64>(&sql, &[expire_after.into(), limit.into()])
+                .ok()
+                .flatten()
+        });
+        counted.ok().flatten().flatten()
     }
 
     /// The safety brake before a visit (see [`crate::brake`]): counts the expired rows of
@@ -220,7 +275,7 @@ impl Worker {
             return Brake::Failed(format!("the safety brake could not pause: {e}"));
         }
         log!("jsonb_ttl: {reason}");
-        Brake::Paused(reason)
+        Brake::Paused
     }
 
     /// The safety brake's count, in a batch frame: why the TTL index must pause, if it must
@@ -259,10 +314,9 @@ fn report_stats_soon() {
     }
 }
 
-/// Sleeps as long as `jsonb_ttl.max_removes_per_second` asks after removing `rows` in a batch
-/// that started at `batch_started`.
-fn throttle(rows: u64, batch_started: Instant) {
-    let rate = gucs::MAX_REMOVES_PER_SECOND.get();
+/// Sleeps as long as `rate` (rows per second: `jsonb_ttl.max_removes_per_second`, or the
+/// index's own) asks after removing `rows` in a batch that started at `batch_started`.
+fn throttle(rows: u64, batch_started: Instant, rate: i64) {
     if rate > 0 {
         let budgeted = Duration::from_secs_f64(rows as f64 / rate as f64);
         if let Some(rest) = budgeted.checked_sub(batch_started.elapsed()) {
@@ -270,6 +324,13 @@ fn throttle(rows: u64, batch_started: Instant) {
         }
     }
     handle_signals();
+}
+
+/// How a visit ended: how long it took, and the expired rows it left (`None`: unknown).
+#[derive(Default)]
+pub(super) struct Ended {
+    pub took: Duration,
+    pub backlog: Option<i64>,
 }
 
 /// Logs a failed table and records the visit in the statistics; a visit that set rows aside
@@ -280,6 +341,7 @@ pub(super) fn report(
     limit: Limit,
     error: Option<String>,
     note: Option<String>,
+    ended: Ended,
 ) -> Limit {
     if let Some(e) = &error {
         log!(
@@ -292,6 +354,8 @@ pub(super) fn report(
         rows_deleted: removed,
         limit_reached: limit != Limit::None,
         error: error.or(note).as_deref(),
+        took: ended.took,
+        backlog: ended.backlog,
     });
     limit
 }
@@ -304,8 +368,8 @@ fn interval_key(interval: pgrx::datum::Interval) -> (i32, i32, i64) {
 /// What the safety brake says before a visit.
 enum Brake {
     Go,
-    /// Paused now, for this reason.
-    Paused(String),
+    /// Paused now (the reason is in the catalog, and the log).
+    Paused,
     /// The check itself failed: the table is not purged in this pass.
     Failed(String),
 }
