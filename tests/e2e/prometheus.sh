@@ -82,6 +82,7 @@ CREATE TABLE events (id bigserial PRIMARY KEY, doc jsonb);
 SELECT FROM ttl_index_create('events', 'at', interval '1 hour');
 INSERT INTO events (doc) SELECT jsonb_build_object('at', now() - interval '2 hours') FROM generate_series(1, 60);
 INSERT INTO events (doc) SELECT jsonb_build_object('at', now()) FROM generate_series(1, 5);
+INSERT INTO events (doc) SELECT jsonb_build_object('x', g) FROM generate_series(1, 3) g;  -- never expire
 CREATE TABLE parted (id int, doc jsonb) PARTITION BY RANGE (id);
 CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
 CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200);
@@ -112,7 +113,7 @@ SELECT FROM ttl.ttl_index_create('failing', 'at', 0);
 INSERT INTO failing VALUES ('{"at": "2019-01-01"}');
 SQL
 purged() {
-  [ "$(q db_a -c "SELECT (SELECT count(*) FROM events) || ' ' || (SELECT count(*) FROM parted)")" = "5 133" ] &&
+  [ "$(q db_a -c "SELECT (SELECT count(*) FROM events) || ' ' || (SELECT count(*) FROM parted)")" = "8 133" ] &&
     [ "$(q db_b -c "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM app.items)")" = 0 ]
 }
 wait_for "the worker purges both databases" 10 purged
@@ -125,6 +126,11 @@ eventually_eq "and in db_b (app.items, events, failing)" 5 "25 40 0" db_b \
 # the statistics stand still while the exporter reads them: the worker stops
 set_guc jsonb_ttl.enabled off
 wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
+# the planner's statistics, from which ttl_stats estimates the rows that never expire
+q db_a -c "VACUUM ANALYZE events"
+q db_b -c "VACUUM ANALYZE events"
+expect_eq "ttl_stats estimates db_a's 3 dateless rows of events (rows_never_expire)" 3 \
+  "$(q db_a -c "SELECT rows_never_expire FROM ttl_stats WHERE table_name = 'events'::regclass")"
 
 echo "== the exporter: a non-superuser role, every database discovered, the queries file"
 expect_eq "the exporter's role is no superuser, a member of pg_monitor" "0 1" \
@@ -155,18 +161,21 @@ expect_eq "no error of any kind in its log about jsonb_ttl" 0 "$(grep -c 'err=.*
 
 echo "== each metric of the file: its type, its database and table labels"
 metrics=$(file_metrics)
-expect_eq "the file has metrics of two namespaces" "jsonb_ttl_server jsonb_ttl_table" \
-  "$(echo "$metrics" | sed -E 's/^(jsonb_ttl_[a-z]+)_.*/\1/' | sort -u | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "the file's namespaces" "jsonb_ttl_backlog jsonb_ttl_never_expire jsonb_ttl_pause jsonb_ttl_server jsonb_ttl_table" \
+  "$(grep -E '^[a-z_]+:$' "$QUERIES" | tr -d ':' | sort | tr '\n' ' ' | sed 's/ $//')"
 while read -r name type; do
+  [ "$name" = jsonb_ttl_pause_info ] && continue   # only for paused tables: below
   expect_eq "$name is a $type" "$type" "$(awk -v n="$name" '$1 == "#" && $2 == "TYPE" && $3 == n { print $4 }' "$SCRAPE")"
   case $name in
-    jsonb_ttl_table_*) a=$(metric "$name" db_a events) b=$(metric "$name" db_b app.items) ;;
+    jsonb_ttl_table_* | jsonb_ttl_backlog_*) a=$(metric "$name" db_a events) b=$(metric "$name" db_b app.items) ;;
+    jsonb_ttl_never_expire_*) a=$(metric "$name" db_a events) b=$(metric "$name" db_b events) ;;
     *) a=$(metric "$name" db_a) b=$(metric "$name" db_b) ;;
   esac
   if [[ $a =~ ^[-+0-9.e]+$ && $b =~ ^[-+0-9.e]+$ ]]; then
-    pass "$name: one series for db_a, one for db_b$([[ $name == jsonb_ttl_table_* ]] && echo ", each with its table")"
+    pass "$name: one series for db_a, one for db_b$([[ $name != jsonb_ttl_server_* ]] && echo ", each with its table")"
   else fail "$name: db_a [$a], db_b [$b]"; fi
 done <<<"$metrics"
+expect_eq "no jsonb_ttl_pause_info series while nothing is paused" 0 "$(grep -c '^jsonb_ttl_pause_info{' "$SCRAPE" || true)"
 expect_eq "a partition is labelled with its table and its TTL table" 2 \
   "$(grep -c '^jsonb_ttl_table_runs_total{database="db_a",[^}]*,table="parted_[12]",ttl_table="parted"}' "$SCRAPE" || true)"
 expect_eq "a table out of the search_path is schema-qualified, as regclass prints it" 25 \
@@ -176,18 +185,28 @@ echo "== the values are ttl_stats' and ttl_statistics()'s"
 # check_table DB SCHEMA TABLE: every metric of TABLE against its ttl_stats row, read now
 check_table() {
   local db=$1 s=$2 t=$3 row
-  row=$(q "$db" -c "SELECT runs, rows_deleted, errors, limit_reached, last_rows_deleted, rows_undeletable,
-      (skipped IS NOT NULL)::int, (i.paused_at IS NOT NULL)::int, extract(epoch FROM i.expire_after)::float8,
-      coalesce(extract(epoch FROM now() - oldest_expired), 0), extract(epoch FROM now() - last_run_at)
+  row=$(q "$db" -F '|' -c "SELECT runs, rows_deleted, errors, limit_reached, last_rows_deleted, rows_undeletable,
+      (skipped IS NOT NULL)::int, paused::int, extract(epoch FROM i.expire_after)::float8,
+      coalesce(backlog::text, 'absent'), coalesce(rows_never_expire::text, 'absent'),
+      coalesce(extract(epoch FROM now() - oldest_expired), 0), extract(epoch FROM now() - last_run_at),
+      extract(epoch FROM now() - last_success_at), last_run_ms / 1000
     FROM $s.ttl_stats st JOIN $s.ttl_indexes i ON i.table_name = st.ttl_table
-    WHERE st.table_name = '$t'::regclass" -F ' ')
-  read -r runs deleted errors limit last undeletable skipped paused expire age since <<<"$row"
+    WHERE st.table_name = '$t'::regclass")
+  IFS='|' read -r runs deleted errors limit last undeletable skipped paused expire backlog never age since success ms <<<"$row"
   local m=jsonb_ttl_table_
-  expect_eq "$db $t: rows deleted, runs, errors, limit reached, last rows deleted, undeletable, skipped, paused, expire_after" \
-    "$deleted $runs $errors $limit $last $undeletable $skipped $paused $expire" \
-    "$(metric ${m}rows_deleted_total "$db" "$t") $(metric ${m}runs_total "$db" "$t") $(metric ${m}errors_total "$db" "$t") $(metric ${m}limit_reached_total "$db" "$t") $(metric ${m}last_rows_deleted "$db" "$t") $(metric ${m}rows_undeletable "$db" "$t") $(metric ${m}skipped "$db" "$t") $(metric ${m}paused "$db" "$t") $(metric ${m}expire_after_seconds "$db" "$t")"
+  expect_eq "$db $t: rows deleted, runs, errors, limit reached, last rows deleted, undeletable, skipped, paused, expire_after, backlog, never expire" \
+    "$deleted $runs $errors $limit $last $undeletable $skipped $paused $expire $backlog $never" \
+    "$(metric ${m}rows_deleted_total "$db" "$t") $(metric ${m}runs_total "$db" "$t") $(metric ${m}errors_total "$db" "$t") $(metric ${m}limit_reached_total "$db" "$t") $(metric ${m}last_rows_deleted "$db" "$t") $(metric ${m}rows_undeletable "$db" "$t") $(metric ${m}skipped "$db" "$t") $(metric ${m}paused "$db" "$t") $(metric ${m}expire_after_seconds "$db" "$t") $(metric jsonb_ttl_backlog_rows "$db" "$t") $(metric jsonb_ttl_never_expire_rows "$db" "$t")"
   expect_num "$db $t: oldest expired age" "$age" "$(metric ${m}oldest_expired_age_seconds "$db" "$t")" 10
   expect_num "$db $t: seconds since the last run" "$since" "$(metric ${m}seconds_since_last_run "$db" "$t")" 10
+  if [ -n "$success" ]; then
+    expect_num "$db $t: seconds since the last success" "$success" "$(metric ${m}seconds_since_last_success "$db" "$t")" 10
+  else  # none yet: since the TTL index was created (this server started before)
+    expect_num "$db $t: no success yet: seconds since the TTL index was created" \
+      "$(q "$db" -c "SELECT extract(epoch FROM now() - created_at) FROM $s.ttl_indexes i JOIN $s.ttl_stats st ON i.table_name = st.ttl_table WHERE st.table_name = '$t'::regclass")" \
+      "$(metric ${m}seconds_since_last_success "$db" "$t")" 10
+  fi
+  expect_num "$db $t: last visit duration (s)" "$ms" "$(metric ${m}last_visit_duration_seconds "$db" "$t")" 0.000001
 }
 check_table db_a public events
 check_table db_a public parted_1
@@ -210,7 +229,7 @@ expect_num "and its age (since 2019-01-01) as the oldest expired" \
   "$(metric ${m}oldest_expired_age_seconds db_b failing)" 10
 expect_num "nothing expired left in events: oldest expired age 0" 0 "$(metric ${m}oldest_expired_age_seconds db_a events)"
 
-read -r s_runs s_rows s_limit s_ms s_since <<<"$(q db_a -F ' ' -c "SELECT runs, rows_deleted, limit_reached, last_pass_ms / 1000, extract(epoch FROM now() - last_pass_at) FROM ttl_statistics()")"
+IFS='|' read -r s_runs s_rows s_limit s_ms s_since <<<"$(q db_a -F '|' -c "SELECT runs, rows_deleted, limit_reached, last_pass_ms / 1000, extract(epoch FROM now() - last_pass_at) FROM ttl_statistics()")"
 for db in db_a db_b; do
   expect_eq "server totals read in $db: runs, rows deleted (60 + 66 + 40 + 25), limit reached" "$s_runs 191 $s_limit" \
     "$(metric jsonb_ttl_server_runs_total $db) $(metric jsonb_ttl_server_rows_deleted_total $db) $(metric jsonb_ttl_server_limit_reached_total $db)"
@@ -219,23 +238,32 @@ for db in db_a db_b; do
 done
 expect_num "ttl_statistics() counts the same 191 rows" 191 "$s_rows"
 
-echo "== a table the safety brake pauses: paused 1"
+echo "== a table the safety brake pauses, one its operator pauses: paused 1, and by whom"
 q db_a >/dev/null <<'SQL'
 INSERT INTO sessions SELECT g, jsonb_build_object('seen', now() - interval '3 days') FROM generate_series(1001, 1800) g;
 SELECT pg_sleep(1.1);
 ANALYZE sessions;
 SQL
+expect_eq "ttl_index_pause('events') in db_b" t "$(q db_b -c "SELECT ttl.ttl_index_pause('events')")"
 set_guc jsonb_ttl.enabled on
-braked() { [ "$(q db_a -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'sessions'::regclass")" = t ]; }
+braked() { [ "$(q db_a -c "SELECT paused FROM ttl_stats WHERE table_name = 'sessions'::regclass")" = t ]; }
 wait_for "the brake pauses sessions (800 of 1000 rows expired at once)" 10 braked
 set_guc jsonb_ttl.enabled off
 wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
 scrape
-expect_eq "sessions: paused 1, skipped 1, nothing deleted" "1 1 0" \
-  "$(metric ${m}paused db_a sessions) $(metric ${m}skipped db_a sessions) $(metric ${m}rows_deleted_total db_a sessions)"
+expect_eq "paused, skipped, rows deleted: 1 1 0 for sessions (the brake), 1 1 40 for db_b's events (ttl_index_pause)" "1 1 0 1 1 40" \
+  "$(metric ${m}paused db_a sessions) $(metric ${m}skipped db_a sessions) $(metric ${m}rows_deleted_total db_a sessions) $(metric ${m}paused db_b events) $(metric ${m}skipped db_b events) $(metric ${m}rows_deleted_total db_b events)"
 check_table db_a public sessions
+check_table db_b ttl events
 expect_eq "the other tables stay unpaused" "0 0 0" \
-  "$(metric ${m}paused db_a events) $(metric ${m}paused db_b events) $(metric ${m}paused db_b failing)"
+  "$(metric ${m}paused db_a events) $(metric ${m}paused db_b app.items) $(metric ${m}paused db_b failing)"
+expect_eq "jsonb_ttl_pause_info is a gauge" gauge "$(awk '$1 == "#" && $2 == "TYPE" && $3 == "jsonb_ttl_pause_info" { print $4 }' "$SCRAPE")"
+expect_eq "one jsonb_ttl_pause_info series for each paused table, with who paused it" \
+  'jsonb_ttl_pause_info{database="db_a",paused_by="brake",server="SERVER",table="sessions",ttl_table="sessions"} 1
+jsonb_ttl_pause_info{database="db_b",paused_by="operator",server="SERVER",table="events",ttl_table="events"} 1' \
+  "$(grep '^jsonb_ttl_pause_info{' "$SCRAPE" | sed -E 's/server="[^"]*"/server="SERVER"/' | sort)"
+expect_eq "ttl_stats.paused_by says the same" "brake operator" \
+  "$(q db_a -c "SELECT paused_by FROM ttl_stats WHERE table_name = 'sessions'::regclass") $(q db_b -c "SELECT paused_by FROM ttl.ttl_stats WHERE table_name = 'events'::regclass")"
 expect_num "pg_exporter_last_scrape_error still 0" 0 "$(awk '$1 == "pg_exporter_last_scrape_error" { print $2 }' "$SCRAPE")"
 
 echo "== the Grafana dashboard: well-formed, and only metrics of the file"
@@ -270,7 +298,8 @@ expect_eq "it parses, schemaVersion ≥ 36" "schema True" "$(echo "$dash" | grep
 expect_eq "database and table variables (queries), a Prometheus data source input" "variables query query True" \
   "$(echo "$dash" | grep '^variables')"
 expect_eq "every metric its expressions name is in the queries file" "unknown none" "$(echo "$dash" | grep '^unknown')"
-echo "       ($(echo "$dash" | grep -e '^panels' -e '^unused' | tr '\n' ';'))"
+expect_eq "and every metric of the file has a panel" "unused none" "$(echo "$dash" | grep '^unused')"
+echo "       ($(echo "$dash" | grep '^panels'))"
 
 pid=$EXPORTER_PID
 stop_exporter
