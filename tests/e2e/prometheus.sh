@@ -14,14 +14,16 @@ DASHBOARD=$ROOT/monitoring/grafana-dashboard.json
 # The exporter: Debian's package (scripts/install-deps.sh installs it). Its own service does
 # not start here (no systemd, and its /etc/default file has no DATA_SOURCE_NAME); this test
 # runs its own exporter, on its own port, and stops it on exit.
-EXPORTER=$(command -v prometheus-postgres-exporter || true)
-if [ -z "$EXPORTER" ]; then
-  echo "prometheus.sh: installing prometheus-postgres-exporter"
+missing=()
+command -v prometheus-postgres-exporter >/dev/null || missing+=(prometheus-postgres-exporter)
+command -v curl >/dev/null || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "prometheus.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq prometheus-postgres-exporter >/dev/null ||
-    { apt-get update -qq && apt-get install -y -qq prometheus-postgres-exporter >/dev/null; }
-  EXPORTER=$(command -v prometheus-postgres-exporter)
+  apt-get install -y -qq "${missing[@]}" >/dev/null ||
+    { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
 fi
+EXPORTER=$(command -v prometheus-postgres-exporter)
 
 start_cluster e2e-prometheus 28880 "jsonb_ttl.frequency = 200" \
   "jsonb_ttl.max_table_fraction = 0.5" "jsonb_ttl.brake_min_rows = 100"
