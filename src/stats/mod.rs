@@ -118,7 +118,7 @@ pub struct Run<'a> {
     pub rows_deleted: u64,
     pub limit_reached: bool,
     pub error: Option<&'a str>,
-    /// How long the visit took.
+    /// How long the visit took (zero: no visit, the probe found nothing expired).
     pub took: Duration,
     /// The expired rows it left (see [`Entry::backlog`]), `None` when unknown.
     pub backlog: Option<i64>,
@@ -146,7 +146,10 @@ pub fn record_run(run: &Run) {
         entry.last_run_at = now;
         entry.last_rows_deleted = run.rows_deleted;
         entry.limit_reached += run.limit_reached as u64;
-        entry.last_run_us = run.took.as_micros() as u64;
+        if !run.took.is_zero() {
+            // a visit (a probe that found nothing expired took no time of its own)
+            entry.last_run_us = run.took.as_micros() as u64;
+        }
         entry.backlog = run.backlog.unwrap_or(-1);
         if run.error.is_none() {
             entry.last_success_at = now;
