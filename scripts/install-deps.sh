@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing jsonb_ttl needs on Debian bookworm, and nothing twice:
 # PostgreSQL 15 with its server headers, sudo (for `cargo pgrx test --runas`), libclang (bindgen),
-# dpkg-dev and lintian (make deb, make test-deb), cargo-pgrx 0.18.0, pgrx's configuration
-# pointing at Debian's pg_config, Node.js and Python's venv.
+# dpkg-dev and lintian (make deb, make test-deb), Debian's postgres_exporter and curl
+# (tests/e2e/prometheus.sh), cargo-pgrx 0.18.0, pgrx's configuration pointing at Debian's
+# pg_config, Node.js and Python's venv.
 set -euo pipefail
 
 PGRX_VERSION=0.18.0
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo libclang-dev clang pkg-config dpkg-dev lintian
-          postgresql-15-auto-failover pg-auto-failover-cli iproute2)
+          postgresql-15-auto-failover pg-auto-failover-cli iproute2
+          prometheus-postgres-exporter curl)
 
 # Node.js and npm for the real-client end-to-end tests (tests/e2e/clients.sh), unless a Node.js
 # is there already (Debian's nodejs package would conflict with another vendor's).
