@@ -261,8 +261,8 @@ expect_eq "the other tables stay unpaused" "0 0 0" \
   "$(metric ${m}paused db_a events) $(metric ${m}paused db_b app.items) $(metric ${m}paused db_b failing)"
 expect_eq "jsonb_ttl_pause_info is a gauge" gauge "$(awk '$1 == "#" && $2 == "TYPE" && $3 == "jsonb_ttl_pause_info" { print $4 }' "$SCRAPE")"
 expect_eq "one jsonb_ttl_pause_info series for each paused table, with who paused it" \
-  'jsonb_ttl_pause_info{database="db_a",paused_by="brake",server="SERVER",table="sessions",ttl_table="sessions"} 1
-jsonb_ttl_pause_info{database="db_b",paused_by="operator",server="SERVER",table="events",ttl_table="events"} 1' \
+  'jsonb_ttl_pause_info{database="db_a",part="",paused_by="brake",server="SERVER",table="sessions",ttl_table="sessions"} 1
+jsonb_ttl_pause_info{database="db_b",part="",paused_by="operator",server="SERVER",table="events",ttl_table="events"} 1' \
   "$(grep '^jsonb_ttl_pause_info{' "$SCRAPE" | sed -E 's/server="[^"]*"/server="SERVER"/' | sort)"
 expect_eq "ttl_stats.paused_by says the same" "brake operator" \
   "$(q db_a -c "SELECT paused_by FROM ttl_stats WHERE table_name = 'sessions'::regclass") $(q db_b -c "SELECT paused_by FROM ttl.ttl_stats WHERE table_name = 'events'::regclass")"
