@@ -10,6 +10,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
 use crate::deleter::{self, Batch, Outcome};
 use crate::extension::Extension;
+use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable;
 use crate::{gucs, owner};
@@ -65,7 +66,9 @@ impl Worker {
     ) -> Result<Option<Outcome>, Failure> {
         let statements = &mut self.statements;
         let set_aside = self.undeletable.rows(index.table);
-        in_batch_frame(&mut self.frame, index, |current, expire_after| {
+        let stream = stream_of(index)?;
+        let rows = |outcome: &Outcome| outcome.deleted;
+        in_frame(&mut self.frame, index, stream, rows, |current, expire_after| {
             run_statements(
                 statements,
                 ext,
@@ -89,7 +92,9 @@ impl Worker {
     ) -> Result<Option<Outcome>, Failure> {
         let set_aside = self.undeletable.rows(index.table);
         let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
-        let parts = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+        let stream = stream_of(index)?;
+        let rows = |parts: &deleter::Parts| parts.deleted;
+        let parts = in_frame(&mut self.frame, index, stream, rows, |current, expire_after| {
             let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
             let pick = sql(deleter::pick_sql(ext, current, true));
             let delete_rows = sql(deleter::delete_rows_sql(ext, current));
@@ -259,6 +264,24 @@ pub(super) fn in_batch_frame<R>(
     index: &TtlIndex,
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
+    in_frame(frame, index, Stream::NONE, |_| 0, f)
+}
+
+/// What the batches of `index` write for change streams ([`crate::origin`]).
+fn stream_of(index: &TtlIndex) -> Result<Stream, Failure> {
+    Stream::for_batch(index.replication_origin, index.logical_message)
+}
+
+/// [`in_batch_frame`] for a batch that deletes: its transaction carries `stream` (the
+/// replication origin set up as the worker before the owner's code runs, and a logical message
+/// of the `rows` it removed written after it, see [`crate::origin`]).
+fn in_frame<R>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    stream: Stream,
+    rows: impl FnOnce(&R) -> u64,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
         let _deadline = Deadline::arm(
@@ -270,7 +293,16 @@ pub(super) fn in_batch_frame<R>(
             // until the transaction ends: its commit is what it is for
             gucs::override_setting(c"synchronous_commit", "off");
         }
-        frame.run(index, f)
+        stream.begin();
+        let mut cutoff = None;
+        let done = frame.run(index, |current, expire_after| {
+            cutoff = Some(expire_after);
+            f(current, expire_after)
+        });
+        if let (Some(done), Some(expire_after)) = (&done, cutoff) {
+            stream.end(index.table, rows(done), expire_after);
+        }
+        done
     });
     owner::release_session_state();
     done
