@@ -103,7 +103,10 @@ impl Stream {
 /// PostgreSQL 17, `max_active_replication_origins` from 18.
 fn origin_slots() -> (i32, &'static str) {
     #[cfg(not(feature = "pg18"))]
-    let slots = (unsafe { pg_sys::max_replication_slots }, "max_replication_slots");
+    let slots = (
+        unsafe { pg_sys::max_replication_slots },
+        "max_replication_slots",
+    );
     #[cfg(feature = "pg18")]
     let slots = (
         unsafe { pg_sys::max_active_replication_origins },
@@ -295,4 +298,3 @@ fn emit_message(table: pg_sys::Oid, rows: u64, expire_after: pgrx::datum::Interv
     )
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot write the batch's logical message: {e}"));
 }
-

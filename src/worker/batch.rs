@@ -66,9 +66,7 @@ impl Worker {
     ) -> Result<Option<Outcome>, Failure> {
         let statements = &mut self.statements;
         let set_aside = self.undeletable.rows(index.table);
-        let stream = stream_of(index)?;
-        let rows = |outcome: &Outcome| outcome.deleted;
-        in_frame(&mut self.frame, index, stream, rows, |current, expire_after| {
+        in_delete_frame(&mut self.frame, index, |current, expire_after| {
             run_statements(
                 statements,
                 ext,
@@ -92,9 +90,7 @@ impl Worker {
     ) -> Result<Option<Outcome>, Failure> {
         let set_aside = self.undeletable.rows(index.table);
         let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
-        let stream = stream_of(index)?;
-        let rows = |parts: &deleter::Parts| parts.deleted;
-        let parts = in_frame(&mut self.frame, index, stream, rows, |current, expire_after| {
+        let parts = in_delete_frame(&mut self.frame, index, |current, expire_after| {
             let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
             let pick = sql(deleter::pick_sql(ext, current, true));
             let delete_rows = sql(deleter::delete_rows_sql(ext, current));
@@ -267,19 +263,43 @@ pub(super) fn in_batch_frame<R>(
     in_frame(frame, index, Stream::NONE, |_| 0, f)
 }
 
-/// What the batches of `index` write for change streams ([`crate::origin`]).
-fn stream_of(index: &TtlIndex) -> Result<Stream, Failure> {
-    Stream::for_batch(index.replication_origin, index.logical_message)
+/// What a batch that deletes reports: the rows it removed.
+trait Removed {
+    fn removed(&self) -> u64;
 }
 
-/// [`in_batch_frame`] for a batch that deletes: its transaction carries `stream` (the
-/// replication origin set up as the worker before the owner's code runs, and a logical message
-/// of the `rows` it removed written after it, see [`crate::origin`]).
+impl Removed for Outcome {
+    fn removed(&self) -> u64 {
+        self.deleted
+    }
+}
+
+impl Removed for deleter::Parts {
+    fn removed(&self) -> u64 {
+        self.deleted
+    }
+}
+
+/// [`in_batch_frame`] for a batch that deletes: its transaction carries what the TTL index's
+/// change-stream options ask for (see [`crate::origin`]): the replication origin, set up as
+/// the worker before the owner's code runs; a logical message of the rows removed, written
+/// as the worker after it.
+fn in_delete_frame<R: Removed>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
+    let stream = Stream::for_batch(index.replication_origin, index.logical_message)?;
+    in_frame(frame, index, stream, R::removed, f)
+}
+
+/// The frame of [`in_batch_frame`] with `stream` around the batch (`removed`: the rows a
+/// batch's result says it removed).
 fn in_frame<R>(
     frame: &mut Frame,
     index: &TtlIndex,
     stream: Stream,
-    rows: impl FnOnce(&R) -> u64,
+    removed: impl FnOnce(&R) -> u64,
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
@@ -300,7 +320,7 @@ fn in_frame<R>(
             f(current, expire_after)
         });
         if let (Some(done), Some(expire_after)) = (&done, cutoff) {
-            stream.end(index.table, rows(done), expire_after);
+            stream.end(index.table, removed(done), expire_after);
         }
         done
     });

@@ -61,7 +61,7 @@ q app -c "CREATE EXTENSION jsonb_ttl"
 ttl_table app marked
 ttl_table app plain
 options app marked true true
-expect_eq "ttl_indexes shows the options" "t t|f f" \
+expect_eq "ttl_indexes shows the options" "true true|false false" \
   "$(q app -c "SELECT string_agg(replication_origin || ' ' || logical_message, '|' ORDER BY table_name::text) FROM ttl_indexes")"
 HAVE_TD=0 HAVE_W2J=0
 [ -f "$PKGLIB/test_decoding.so" ] && HAVE_TD=1
