@@ -44,6 +44,7 @@ pub mod hide;
 pub mod hooks;
 pub mod jsonb_scalar;
 pub mod launcher;
+pub mod origin;
 pub mod owner;
 pub mod partitions;
 pub mod planner;

@@ -10,6 +10,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
 use crate::deleter::{self, Batch, Outcome};
 use crate::extension::Extension;
+use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable;
 use crate::{gucs, owner};
@@ -65,7 +66,7 @@ impl Worker {
     ) -> Result<Option<Outcome>, Failure> {
         let statements = &mut self.statements;
         let set_aside = self.undeletable.rows(index.table);
-        in_batch_frame(&mut self.frame, index, |current, expire_after| {
+        in_delete_frame(&mut self.frame, index, |current, expire_after| {
             run_statements(
                 statements,
                 ext,
@@ -89,7 +90,7 @@ impl Worker {
     ) -> Result<Option<Outcome>, Failure> {
         let set_aside = self.undeletable.rows(index.table);
         let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
-        let parts = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+        let parts = in_delete_frame(&mut self.frame, index, |current, expire_after| {
             let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
             let pick = sql(deleter::pick_sql(ext, current, true));
             let delete_rows = sql(deleter::delete_rows_sql(ext, current));
@@ -259,6 +260,48 @@ pub(super) fn in_batch_frame<R>(
     index: &TtlIndex,
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
+    in_frame(frame, index, Stream::NONE, |_| 0, f)
+}
+
+/// What a batch that deletes reports: the rows it removed.
+trait Removed {
+    fn removed(&self) -> u64;
+}
+
+impl Removed for Outcome {
+    fn removed(&self) -> u64 {
+        self.deleted
+    }
+}
+
+impl Removed for deleter::Parts {
+    fn removed(&self) -> u64 {
+        self.deleted
+    }
+}
+
+/// [`in_batch_frame`] for a batch that deletes: its transaction carries what the TTL index's
+/// change-stream options ask for (see [`crate::origin`]): the replication origin, set up as
+/// the worker before the owner's code runs; a logical message of the rows removed, written
+/// as the worker after it.
+fn in_delete_frame<R: Removed>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
+    let stream = Stream::for_batch(index.replication_origin, index.logical_message)?;
+    in_frame(frame, index, stream, R::removed, f)
+}
+
+/// The frame of [`in_batch_frame`] with `stream` around the batch (`removed`: the rows a
+/// batch's result says it removed).
+fn in_frame<R>(
+    frame: &mut Frame,
+    index: &TtlIndex,
+    stream: Stream,
+    removed: impl FnOnce(&R) -> u64,
+    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
         let _deadline = Deadline::arm(
@@ -270,7 +313,16 @@ pub(super) fn in_batch_frame<R>(
             // until the transaction ends: its commit is what it is for
             gucs::override_setting(c"synchronous_commit", "off");
         }
-        frame.run(index, f)
+        stream.begin();
+        let mut cutoff = None;
+        let done = frame.run(index, |current, expire_after| {
+            cutoff = Some(expire_after);
+            f(current, expire_after)
+        });
+        if let (Some(done), Some(expire_after)) = (&done, cutoff) {
+            stream.end(index.table, removed(done), expire_after);
+        }
+        done
     });
     owner::release_session_state();
     done
