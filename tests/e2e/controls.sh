@@ -26,15 +26,15 @@ expect_eq "ttl_index_create says how many are expired, and what the worker will 
   "$(echo "$created" | grep -E '^(NOTICE|[0-9])' | paste -sd '|')"
 eventually_eq "the worker deletes them: the brake lets the first backlog go" 20 1428 controls "SELECT count(*) FROM logs"
 eventually_eq "ttl_stats: not paused, no error, backlog 0, a last success, a last run's duration" 5 "false|0|0|true|true" controls \
-  "SELECT paused || '|' || errors || '|' || backlog || '|' || (last_success_at > now() - interval '1 minute') || '|' || (last_run_ms > 0)
+  "SELECT paused::text || '|' || errors || '|' || backlog || '|' || (last_success_at > now() - interval '1 minute')::text || '|' || (last_run_ms > 0)::text
    FROM ttl_stats WHERE table_name = 'logs'::regclass"
 eventually_eq "the brake holds again once the backlog is gone" 5 f controls \
   "SELECT brake_released FROM ttl_index WHERE table_oid = 'logs'::regclass"
 q controls -c "SELECT FROM ttl_index_alter('logs', '1 minute')"
 eventually_eq "a shortened expire_after later still trips the brake (100 % of 1,428 rows)" 5 "true|brake" controls \
-  "SELECT paused || '|' || coalesce(paused_by, '') FROM ttl_stats WHERE table_name = 'logs'::regclass"
+  "SELECT paused::text || '|' || coalesce(paused_by, '') FROM ttl_stats WHERE table_name = 'logs'::regclass"
 expect_eq "the pause is not an error; skipped says why; nothing was deleted" "0|true|1428" \
-  "$(q controls -c "SELECT errors || '|' || (skipped LIKE 'paused by the safety brake: more than 714 of about 1428 rows%') || '|' || (SELECT count(*) FROM logs) FROM ttl_stats WHERE table_name = 'logs'::regclass")"
+  "$(q controls -c "SELECT errors || '|' || (skipped LIKE 'paused by the safety brake: more than 714 of about 1428 rows%')::text || '|' || (SELECT count(*) FROM logs) FROM ttl_stats WHERE table_name = 'logs'::regclass")"
 q controls -c "SELECT ttl_index_resume('logs')" >/dev/null
 eventually_eq "resumed, it drains" 10 0 controls "SELECT count(*) FROM logs"
 
@@ -47,7 +47,7 @@ SELECT FROM ttl_index_create('events', 'at', '1 day', paused => true);
 SQL
 sleep 1.2  # six passes
 expect_eq "nothing goes before someone looks: 4,000 rows, paused by the operator, no error" "4000|true|operator|0" \
-  "$(q controls -c "SELECT (SELECT count(*) FROM events) || '|' || paused || '|' || paused_by || '|' || errors FROM ttl_stats WHERE table_name = 'events'::regclass")"
+  "$(q controls -c "SELECT (SELECT count(*) FROM events) || '|' || paused::text || '|' || paused_by || '|' || errors FROM ttl_stats WHERE table_name = 'events'::regclass")"
 expect_eq "ttl_index_resume: it was paused" t "$(q controls -c "SELECT ttl_index_resume('events')")"
 eventually_eq "then the 3,000 expired go (75 %, without the brake: that was the review)" 10 1000 controls "SELECT count(*) FROM events"
 
@@ -56,7 +56,7 @@ expect_eq "ttl_index_pause: it was running" t "$(q controls -c "SELECT ttl_index
 q controls -c "INSERT INTO events SELECT g, jsonb_build_object('at', now() - interval '2 days') FROM generate_series(5001, 5100) g"
 sleep 1.2
 expect_eq "paused, the new expired rows stay; skipped gives the reason" "1100|true" \
-  "$(q controls -c "SELECT (SELECT count(*) FROM events) || '|' || (skipped LIKE 'paused by postgres: archiving first') FROM ttl_stats WHERE table_name = 'events'::regclass")"
+  "$(q controls -c "SELECT (SELECT count(*) FROM events) || '|' || (skipped LIKE 'paused by postgres: archiving first')::text FROM ttl_stats WHERE table_name = 'events'::regclass")"
 q controls -c "SELECT ttl_index_resume('events')" >/dev/null
 eventually_eq "resumed, they go" 10 1000 controls "SELECT count(*) FROM events"
 
