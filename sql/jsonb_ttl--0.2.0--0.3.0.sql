@@ -565,3 +565,23 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Replicas (issue 25, item 2): the workers slow down while a standby's replay lag, a slot's
+-- retained WAL or their own WAL rate passes its limit (jsonb_ttl.max_replica_lag,
+-- max_slot_wal_keep, max_wal_rate); ttl_throttle() shows each limit's state, server-wide.
+CREATE FUNCTION @extschema@."ttl_throttle"() RETURNS TABLE (
+	"setting" TEXT,  /* String */
+	"unit" TEXT,  /* String */
+	"limit_value" bigint,  /* i64 */
+	"last_value" double precision,  /* Option < f64 > */
+	"measured_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"slowed" bool,  /* bool */
+	"slowed_since" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"slowdowns" bigint,  /* i64 */
+	"waited_ms" double precision  /* f64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_throttle_wrapper';
+-- (end of the Replicas block)

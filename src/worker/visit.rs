@@ -83,6 +83,12 @@ impl Worker {
             visit.limit = Limit::Table;
             return false;
         }
+        // a standby's lag, a slot's WAL or the WAL rate past its limit: wait, at most a frequency
+        let patience = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+        if !self.throttle.before_batch(patience) {
+            visit.limit = Limit::Throttled;
+            return false;
+        }
         let granted = budget::claim(
             want,
             gucs::MAX_TOTAL_REMOVES.get() as i64,
