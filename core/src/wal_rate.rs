@@ -157,6 +157,12 @@ mod tests {
         w.rate(ms(5000), 1000);
         assert_eq!(w.rate(ms(4000), 2000), 0.0);
         assert_eq!(w.len(), 1);
+        // the same time is no reset either
+        let mut w = Window::default();
+        w.rate(ms(0), 0);
+        w.rate(ms(1000), 1000);
+        assert_eq!(w.rate(ms(1000), 2000), 2000.0);
+        assert_eq!(w.len(), 2);
         // the same count is no reset
         let mut w = Window::default();
         w.rate(ms(0), 1000);
