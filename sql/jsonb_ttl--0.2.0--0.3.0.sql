@@ -771,3 +771,23 @@ COMMENT ON FUNCTION @extschema@.ttl_index_pause(regclass, text) IS
   'Pauses the TTL index of a table by hand: the worker deletes nothing from it until ttl_index_resume(). Returns whether it was running.';
 COMMENT ON FUNCTION @extschema@.ttl_index_resume(regclass) IS
   'Lifts a pause of the TTL index of a table (by the safety brake, or by hand); the brake holds again once the worker has drained the table.';
+
+-- Replicas (issue 25, item 2): the workers slow down while a standby's replay lag, a slot's
+-- retained WAL or their own WAL rate passes its limit (jsonb_ttl.max_replica_lag,
+-- max_slot_wal_keep, max_wal_rate); ttl_throttle() shows each limit's state, server-wide.
+CREATE FUNCTION @extschema@."ttl_throttle"() RETURNS TABLE (
+	"setting" TEXT,  /* String */
+	"unit" TEXT,  /* String */
+	"limit_value" bigint,  /* i64 */
+	"last_value" double precision,  /* Option < f64 > */
+	"measured_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"slowed" bool,  /* bool */
+	"slowed_since" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"slowdowns" bigint,  /* i64 */
+	"waited_ms" double precision  /* f64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_throttle_wrapper';
+-- (end of the Replicas block)

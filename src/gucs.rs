@@ -89,12 +89,34 @@ pub static BRAKE_MIN_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 /// default `max_worker_processes` (8).
 pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
 
+/// `jsonb_ttl.max_replica_lag`: the worker slows down while a streaming standby's replay lag
+/// (the largest of `write_lag`, `flush_lag`, `replay_lag` in `pg_stat_replication`, a standby
+/// with no recent traffic reporting none: 0) passes this many ms, and goes at full speed again
+/// once it is back under (see [`crate::throttle`]). 0, the default, turns it off: no query.
+/// Expiry is never urgent, and a purge of millions of rows writes WAL as fast as the server can:
+/// a standby that replays slower falls behind, and its readers with it.
+pub static MAX_REPLICA_LAG_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// `jsonb_ttl.max_slot_wal_keep`: the worker slows down while a replication slot holds back
+/// more WAL than this many kB (the largest `pg_current_wal_lsn() - restart_lsn` in
+/// `pg_replication_slots`), so a purge does not fill `pg_wal` behind an inactive or slow
+/// consumer. 0, the default, turns it off.
+pub static MAX_SLOT_WAL_KEEP_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// `jsonb_ttl.max_wal_rate`: the most WAL, in kB a second, the workers' deletes write, all
+/// databases' workers together, measured over a sliding window of a few seconds
+/// ([`jsonb_ttl_core::wal_rate`]); past it the workers wait before their next batch. 0, the
+/// default, turns it off. A bandwidth cap for replicas and WAL archiving that
+/// `max_removes_per_second` can only approximate (a row's WAL depends on its size and indexes).
+pub static MAX_WAL_RATE_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
+
 /// Registers every GUC. Called from `_PG_init`, whether preloaded or loaded on first use.
 pub fn register() {
     register_pass();
     register_batches();
     register_brake();
     register_workers();
+    register_replicas();
 }
 
 /// The pass: whether the worker deletes, how often, and how many rows a pass may remove.
@@ -236,6 +258,40 @@ fn register_workers() {
         i32::MAX,
         GucContext::Sighup,
         GucFlags::UNIT_MS,
+    );
+}
+
+/// Slowing down for replicas and WAL (see [`crate::throttle`]).
+fn register_replicas() {
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.max_replica_lag",
+        c"Replay lag of a standby past which the jsonb_ttl worker slows down, 0 for none.",
+        c"The largest lag in pg_stat_replication; the worker waits before its next batch.",
+        &MAX_REPLICA_LAG_MS,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.max_slot_wal_keep",
+        c"WAL a replication slot may hold back before the jsonb_ttl worker slows down, 0 for none.",
+        c"The largest pg_current_wal_lsn() - restart_lsn in pg_replication_slots.",
+        &MAX_SLOT_WAL_KEEP_KB,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_KB,
+    );
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.max_wal_rate",
+        c"WAL per second the jsonb_ttl workers' deletes may write, 0 for no limit.",
+        c"All workers together, over a sliding window of a few seconds.",
+        &MAX_WAL_RATE_KB,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_KB,
     );
 }
 

@@ -7,7 +7,7 @@
 //! SQL face      api
 //! the work      create  alter  expire_now  preview controls worker/{pass,visit,batch}  launcher/
 //! the options   spec  hide  tracking  partitions  brake     citus_sync registry budget stats/
-//!               build  touch  filter  deleter  table        deadline undeletable hooks
+//!               build  touch  filter  deleter  table        deadline undeletable hooks throttle
 //! the catalog   catalog/ (TtlIndex, load, lookups)
 //! SQL text      reference  row_ttl  functions
 //! ground        extension read citus owner planner txn bgw gucs preload error jsonb_scalar
@@ -57,6 +57,7 @@ pub mod row_ttl;
 pub mod spec;
 pub mod stats;
 pub mod table;
+pub mod throttle;
 pub mod touch;
 pub mod tracking;
 pub mod txn;
@@ -89,6 +90,7 @@ pub extern "C-unwind" fn _PG_init() {
         registry::init();
         budget::init();
         stats::init();
+        throttle::init();
         deadline::init();
         hooks::install();
         launcher::register();

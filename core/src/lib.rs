@@ -8,6 +8,7 @@
 //! - [`purge`]: batch after batch, whether the purge of one table goes on, and how.
 //! - [`row_ttl`]: what a per-row TTL field means, and when such a row expires.
 //! - [`touch`]: the time a write leaves in a document for `touch => true`.
+//! - [`wal_rate`]: the WAL rate of the worker's deletes over a sliding window.
 
 pub mod batch_size;
 pub mod parse;
@@ -15,3 +16,4 @@ pub mod path;
 pub mod purge;
 pub mod row_ttl;
 pub mod touch;
+pub mod wal_rate;

@@ -316,15 +316,16 @@ fn load_rows(sql: &str, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
 /// is, a restore may be half done — TTL catalog rows restored before their indexes, expired
 /// rows before the foreign keys that reference them — and the worker waits.
 pub fn restore_in_progress() -> bool {
-    Spi::get_one::<bool>(
+    // read-only (crate::read): pgrx's Spi::get_one assigns a transaction ID, and each idle pass
+    // then wrote a commit record, enough to keep a delayed standby's replay lag up
+    crate::read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a \
          JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) a.datid \
          JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.usesysid \
          WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database() \
            AND a.application_name OPERATOR(pg_catalog.=) 'pg_restore'::pg_catalog.text \
            AND (r.rolsuper OR r.oid OPERATOR(pg_catalog.=) d.datdba))",
+        &[],
     )
-    .ok()
-    .flatten()
     .unwrap_or(false)
 }

@@ -66,6 +66,8 @@ struct Worker {
     lagging: std::collections::HashSet<(Oid, u8)>,
     /// What the coordinator last handed on to the Citus worker nodes (see [`citus_sync`]).
     citus_sent: citus_sync::Sent,
+    /// Slowing down for replicas and WAL (see [`crate::throttle`]).
+    throttle: crate::throttle::Throttle,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -185,6 +187,7 @@ impl Worker {
             brake_checked: Default::default(),
             lagging: stats::tables_with_oldest_expired(),
             citus_sent: Default::default(),
+            throttle: Default::default(),
         }
     }
 
@@ -249,4 +252,7 @@ enum Limit {
     Table,
     /// `max_total_removes`, shared by the whole server.
     Server,
+    /// A replica or the WAL rate held the worker back for a whole `frequency` (see
+    /// [`crate::throttle`]): the pass ends, the next one tries again.
+    Throttled,
 }

@@ -41,6 +41,8 @@ impl Worker {
         self.next_start = self.next_start.wrapping_add(1) % indexes.len().max(1);
         registry::set_next_start(unsafe { pg_sys::MyDatabaseId }, self.next_start);
         stats::record_pass(pass_limited, started.elapsed());
+        // a slowdown for replicas or WAL that no batch waited for lately ends
+        crate::throttle::settle();
     }
 
     /// The targets of this pass (see [`read_targets`]), or `None` when there is no pass: a
@@ -96,7 +98,7 @@ impl Worker {
             // a worker terminated further on (see crate::deadline) lets the next one go on
             // after this table
             registry::set_next_start(unsafe { pg_sys::MyDatabaseId }, (at + 1) % count);
-            if limit == Limit::Server {
+            if matches!(limit, Limit::Server | Limit::Throttled) {
                 break;
             }
             handle_signals();

@@ -1,6 +1,7 @@
 //! The visit of one table in a pass ("One table in a pass" in docs/worker.md): the safety
 //! brake first, then batch after batch within the limits (`max_table_removes`, the server-wide
-//! budget, `max_removes_per_second`), each sized to take `batch_time`, a failed one split;
+//! budget, `max_removes_per_second`, and the replicas' and WAL's, [`crate::throttle`]), each
+//! sized to take `batch_time`, a failed one split;
 //! then what the visit did, in the statistics.
 
 use super::batch::in_batch_frame;
@@ -109,6 +110,12 @@ impl Worker {
             .min(visit.max_table - visit.removed as i64);
         if want <= 0 {
             visit.limit = Limit::Table;
+            return false;
+        }
+        // a standby's lag, a slot's WAL or the WAL rate past its limit: wait, at most a frequency
+        let patience = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+        if !self.throttle.before_batch(patience) {
+            visit.limit = Limit::Throttled;
             return false;
         }
         let granted = budget::claim(
