@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 /// The longest the coordinator goes without sending the definitions again.
 pub const RESEND: Duration = Duration::from_secs(300);
 
-/// The catalog columns that define a TTL index, sent to the worker nodes; the others
-/// (`paused_at`, `paused_reason`, `brake_released`, `created_at`, `hide_enabled_row_security`)
-/// are each node's own.
+/// The catalog columns that define a TTL index, sent to the worker nodes (the operator's
+/// controls with them); the others (`paused_at`, `paused_reason`, `paused_by`,
+/// `brake_released`, `created_at`, `hide_enabled_row_security`) are each node's own, but for a
+/// pause by hand, which the coordinator sends beside the definition (`operator_pause`).
 const DEFINITION: &[&str] = &[
     "column_name",
     "json_path",
@@ -40,6 +41,12 @@ const DEFINITION: &[&str] = &[
     "row_ttl_json_path",
     "row_ttl_index_name",
     "drop_partitions",
+    "delete_window_start",
+    "delete_window_end",
+    "batch_size",
+    "max_removes_per_second",
+    "replication_origin",
+    "logical_message",
 ];
 
 /// What the coordinator sent last, and when: sent again only when it changed or is old.
@@ -125,6 +132,9 @@ fn payload(ext: &Extension) -> Option<String> {
                         'table', t.table_oid::pg_catalog.regclass::pg_catalog.text, \
                         'owner', pg_catalog.pg_get_userbyid(c.relowner), \
                         'here', t.table_oid::pg_catalog.oid, \
+                        'operator_pause', CASE WHEN (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'paused_by'::pg_catalog.text) \
+                                                    OPERATOR(pg_catalog.=) 'operator'::pg_catalog.text \
+                                               THEN t.paused_reason END, \
                         'definition', (SELECT pg_catalog.jsonb_object_agg(k.key, k.value) \
                                        FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
                                        WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.text[]))) \
@@ -149,7 +159,8 @@ fn payload(ext: &Extension) -> Option<String> {
 /// it there.
 const SENT: &str =
     "SELECT pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text) AS rel, \
-            e OPERATOR(pg_catalog.->) 'definition'::pg_catalog.text AS definition \
+            e OPERATOR(pg_catalog.->) 'definition'::pg_catalog.text AS definition, \
+            e OPERATOR(pg_catalog.->>) 'operator_pause'::pg_catalog.text AS operator_pause \
      FROM pg_catalog.jsonb_array_elements($1 OPERATOR(pg_catalog.->) 'indexes'::pg_catalog.text) e \
      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) \
           pg_catalog.to_regclass(e OPERATOR(pg_catalog.->>) 'table'::pg_catalog.text)::pg_catalog.oid \
@@ -160,8 +171,9 @@ const SENT: &str =
 
 /// The statements that make this node's catalog rows of hash-distributed tables the sent ones
 /// (`$1`: the payload): the rows no longer sent go, the rows that differ are updated, the new
-/// ones inserted.
-fn receive_statements(ext: &Extension) -> [String; 3] {
+/// ones inserted; then a pause by hand on the coordinator is this node's pause too (and a
+/// resume there, a resume here, which releases the brake as `ttl_index_resume` does).
+fn receive_statements(ext: &Extension) -> [String; 5] {
     let definition = DEFINITION
         .iter()
         .map(|c| format!("'{c}'"))
@@ -203,6 +215,22 @@ fn receive_statements(ext: &Extension) -> [String; 3] {
                          'created_at', pg_catalog.now(), 'brake_released', false, \
                          'hide_enabled_row_security', false))).* \
              FROM ({sent}) s ON CONFLICT (table_oid) DO NOTHING"
+        ),
+        format!(
+            "UPDATE {ext}.ttl_index t SET paused_at = pg_catalog.now(), paused_by = 'operator', \
+                    paused_reason = s.operator_pause \
+             FROM ({sent}) s \
+             WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) s.rel::pg_catalog.oid \
+               AND s.operator_pause IS NOT NULL \
+               AND (t.paused_by IS NULL OR t.paused_by OPERATOR(pg_catalog.<>) 'operator'::pg_catalog.text)"
+        ),
+        format!(
+            "UPDATE {ext}.ttl_index t SET paused_at = NULL, paused_by = NULL, paused_reason = NULL, \
+                    brake_released = true \
+             FROM ({sent}) s \
+             WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) s.rel::pg_catalog.oid \
+               AND s.operator_pause IS NULL \
+               AND t.paused_by OPERATOR(pg_catalog.=) 'operator'::pg_catalog.text"
         ),
     ]
 }

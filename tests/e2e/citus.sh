@@ -19,7 +19,9 @@
 #  11. schema-based sharding: a tenant schema's table (one shard), purged through the coordinator;
 #  12. a shard split over two nodes: the nodes holding the new shards purge them;
 #  13. the safety brake on the worker nodes: each pauses its shards of a mass-expired table,
-#      nothing deleted, until ttl_index_resume on that node.
+#      nothing deleted, until ttl_index_resume on that node;
+#  14. the operator's controls handed on: ttl_index_pause / ttl_index_resume and batch_size on the
+#      coordinator hold on every node.
 source "$(dirname "$0")/citus_lib.sh"
 test_started=$(now_ms)
 # wal_level = logical: shard moves with shard_transfer_mode => 'force_logical' (scenario 3).
@@ -400,7 +402,7 @@ for node in "${workers[@]}"; do
   fi
   expect_eq "$node's placements of tickets: none of the 1,000 left" 0 "$(placement_count "$node" tickets "id % 5 IN (0, 2)")"
 done
-expect_eq "ttl_stats of tickets on the coordinator: once, 1,000 rows deleted, no errors" "1|1000|0" \
+expect_eq "ttl_stats of tickets on the coordinator: once a part (expire_after, row_ttl), 1,000 rows deleted, no errors" "2|1000|0" \
   "$(qc -c "SELECT count(*) || '|' || coalesce(sum(rows_deleted), 0) || '|' || coalesce(sum(errors), 0) FROM ttl_stats WHERE table_name = 'tickets'::regclass")"
 
 echo "== 11. schema-based sharding: tenant1.ev, a single-shard distributed table"
@@ -522,6 +524,24 @@ for node in "${workers[@]}"; do
   eventually_on "$node" "$node: max_table_fraction back to 1, brake_min_rows to 10000" 5 "1|10000" \
     "SELECT current_setting('jsonb_ttl.max_table_fraction') || '|' || current_setting('jsonb_ttl.brake_min_rows')"
 done
+
+echo "== 14. the operator's controls handed on: a pause by hand and an index's own limits"
+expect_eq "ttl_index_pause('events') on the coordinator: it was running" t \
+  "$(qc -c "SELECT ttl_index_pause('events', 'maintenance')")"
+qc -c "SELECT FROM ttl_index_alter('events', batch_size => 300)" >/dev/null
+for node in "${workers[@]}"; do
+  eventually_on "$node" "$node: events paused by the operator, with the coordinator's reason, and its batch_size" 20 \
+    "operator|true|300" \
+    "SELECT paused_by || '|' || (paused_reason LIKE 'paused by %: maintenance')::text || '|' || batch_size FROM ttl_indexes WHERE table_name = 'events'::regclass"
+done
+paused_ids=$(qc -c "SELECT string_agg(g::text, ',') FROM generate_series(950001, 950100) g")
+insert_expired coord "$paused_ids"
+sleep 2  # every node's worker passes a few times
+expect_eq "paused, the 100 expired rows inserted stay" 100 \
+  "$(qc -c "SELECT count(*) FROM events WHERE id BETWEEN 950001 AND 950100")"
+expect_eq "ttl_index_resume('events') on the coordinator: it was paused" t "$(qc -c "SELECT ttl_index_resume('events')")"
+eventually_eq "resumed there, the nodes delete them" 20 0 "$CITUS_DB" \
+  "SELECT count(*) FROM events WHERE id BETWEEN 950001 AND 950100"
 
 info "runtime $(($(now_ms) - test_started)) ms"
 [ "$E2E_FAILURES" -eq 0 ] || citus_logs
