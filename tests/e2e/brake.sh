@@ -112,7 +112,8 @@ q brake -c "SELECT FROM ttl_index_create('growing', 'seen', interval '1 day')"
 eventually_eq "its 12,000 expired rows are purged, not paused" 10 28000 brake "SELECT count(*) FROM growing"
 expect_eq "not paused" f "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'growing'::regclass")"
 # and a shortened expire_after on the grown table still pauses it (all 28,000 rows at once)
-q brake -c "SELECT FROM ttl_index_alter('growing', interval '1 second')" -c "SELECT pg_sleep(1.1)" >/dev/null
+# (every row over a second old first, so that all of them expire at the instant of the change)
+q brake -c "SELECT pg_sleep(1.1)" -c "SELECT FROM ttl_index_alter('growing', interval '1 second')" >/dev/null
 growing_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'growing'::regclass")" = t ]; }
 wait_for "a wrong expire_after on the grown table still pauses it" 10 growing_paused
 expect_eq "with its rows still there" 28000 "$(q brake -c "SELECT count(*) FROM growing")"
