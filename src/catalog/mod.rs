@@ -170,7 +170,7 @@ fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
                 l.relid::pg_catalog.regclass::pg_catalog.text, c.relowner, \
                 t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
-                t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0), c.relkind::pg_catalog.text, \
+                t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0::pg_catalog.int2), c.relkind::pg_catalog.text, \
                 pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
                 {ready}, \
                 (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'paused_at'::pg_catalog.text) IS NOT NULL, \

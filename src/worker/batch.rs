@@ -237,10 +237,11 @@ impl Frame {
             &[pgrx::PgBuiltInOids::OIDOID],
         );
         let expire_after = Spi::connect(|client| {
-            client
-                .select(lookup, Some(1), &[index.root.into()])?
-                .first()
-                .get_one::<pgrx::datum::Interval>()
+            let rows = client.select(lookup, Some(1), &[index.root.into()])?;
+            match rows.is_empty() {
+                true => Ok(None), // dropped since the pass began
+                false => rows.first().get_one::<pgrx::datum::Interval>(),
+            }
         })
         .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
         // the rows with a TTL of their own are keyed on their expiry: no expire_after
