@@ -12,3 +12,17 @@ pub fn one<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid]) -> Option
         .ok()
         .flatten()
 }
+
+/// [`one`], with the error of a query that could not be read (no row is `Ok(None)`).
+pub fn one_checked<T: FromDatum + IntoDatum>(
+    sql: &str,
+    args: &[DatumWithOid],
+) -> Result<Option<T>, pgrx::spi::SpiError> {
+    Spi::connect(|client| {
+        let rows = client.select(sql, Some(1), args)?;
+        match rows.is_empty() {
+            true => Ok(None),
+            false => rows.first().get_one::<T>(),
+        }
+    })
+}

@@ -246,9 +246,9 @@ impl Worker {
         let counted = in_batch_frame(&mut self.frame, index, |current, expire_after| {
             let sql = brake::count_sql(ext, current).ok()?;
             let limit = stats::BACKLOG_COUNT_LIMIT;
-            Spi::get_one_with_args::<i64>(&sql, &[expire_after.into(), limit.into()])
-                .ok()
-                .flatten()
+            // read-only (Spi::get_one would assign a transaction ID: an empty commit record
+            // every pass, which keeps a delayed standby's replay lag up)
+            crate::read::one::<i64>(&sql, &[expire_after.into(), limit.into()])
         });
         counted.ok().flatten().flatten()
     }
@@ -298,7 +298,8 @@ impl Worker {
             let limit = brake::limit(rows, fraction, gucs::BRAKE_MIN_ROWS.get() as i64)?;
             let sql = brake::count_sql(ext, current).unwrap_or_else(|e| error!("{e}"));
             let expired =
-                Spi::get_one_with_args::<i64>(&sql, &[expire_after.into(), (limit + 1).into()])
+                // read-only: no transaction ID, no empty commit record
+                crate::read::one_checked::<i64>(&sql, &[expire_after.into(), (limit + 1).into()])
                     .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"))
                     .unwrap_or(0);
             (expired > limit).then(|| brake::reason(current, limit, rows))
