@@ -80,7 +80,8 @@ fn sizes(table: Oid) -> Option<(f64, i32, u32)> {
 
 /// The live rows of `table` the statistics count (`n_live_tup`).
 fn live_rows(table: Oid) -> f64 {
-    Spi::get_one_with_args::<f64>(
+    // read-only (crate::read): no transaction ID for a count
+    crate::read::one_checked::<f64>(
         "SELECT pg_catalog.pg_stat_get_live_tuples($1)::pg_catalog.float8",
         &[table.into()],
     )

@@ -86,7 +86,9 @@ pub struct Expired {
 /// counted. Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
     let partitions = list(index, None);
-    let total = Spi::get_one_with_args::<f64>(
+    // read-only (crate::read): each pass of a table with drop_partitions would otherwise
+    // assign a transaction ID, and write an empty commit record
+    let total = crate::read::one_checked::<f64>(
         "SELECT pg_catalog.sum(CASE WHEN t.reltuples OPERATOR(pg_catalog.>=) 0 THEN t.reltuples::pg_catalog.float8 \
                           ELSE pg_catalog.pg_stat_get_live_tuples(t.oid)::pg_catalog.float8 END) \
          FROM pg_catalog.pg_partition_tree($1) p \
@@ -254,7 +256,7 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
 fn list_expired(index: &TtlIndex) -> Option<(Vec<Expired>, f64, String)> {
     let listed = crate::txn::in_transaction(|| {
         let (expired, total) = expired(index);
-        let root = Spi::get_one_with_args::<String>(
+        let root = crate::read::one_checked::<String>(
             "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
                     OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) \
              FROM pg_catalog.pg_class c \

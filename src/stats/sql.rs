@@ -123,12 +123,19 @@ struct Access {
 /// [`Access`] to `table` from the system catalogs, without locking it (a statistics read
 /// takes no lock on the tables it reports); `None` when it is gone.
 fn access_of(table: pg_sys::Oid) -> Option<Access> {
-    let (owner, select, row_security) = Spi::get_three_with_args::<pg_sys::Oid, bool, bool>(
-        "SELECT relowner, pg_catalog.has_table_privilege(oid, 'SELECT'::pg_catalog.text), \
-                relrowsecurity \
-         FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
-        &[table.into()],
-    )
+    // read-only (crate::read): reading ttl_stats assigns no transaction ID
+    let (owner, select, row_security) = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT relowner, pg_catalog.has_table_privilege(oid, 'SELECT'::pg_catalog.text), \
+                        relrowsecurity \
+                 FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
+                Some(1),
+                &[table.into()],
+            )?
+            .first()
+            .get_three::<pg_sys::Oid, bool, bool>()
+    })
     .ok()?;
     Some(Access {
         owner: owner?,

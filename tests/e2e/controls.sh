@@ -120,4 +120,14 @@ eventually_eq "and once drained, backlog 0" 15 0 controls \
   "SELECT backlog FROM ttl_stats WHERE table_name = 'mixed'::regclass AND (SELECT count(*) FROM mixed) = 1050"
 q controls -c "ALTER SYSTEM RESET jsonb_ttl.max_table_removes" -c "ALTER SYSTEM RESET jsonb_ttl.max_table_fraction" \
   -c "SELECT pg_reload_conf()" >/dev/null
+
+echo "idle passes write nothing"
+# (a paused table, one outside its window, drained ones: five passes a second, no WAL at all —
+# a read that assigned a transaction ID would write a commit record each pass)
+q controls -c "SELECT ttl_index_pause('events')" -c "SELECT FROM ttl_index_alter('visits', delete_window => '$utc_window')" >/dev/null
+sleep 0.5
+before=$(q controls -c "SELECT pg_current_wal_lsn()")
+sleep 1.5
+expect_eq "1.5 s of passes over paused, windowed and drained tables: 0 bytes of WAL" 0 \
+  "$(q controls -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$before')")"
 finish
