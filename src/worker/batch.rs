@@ -389,9 +389,10 @@ fn waited_on_a_row(failure: &Failure) -> bool {
 /// transaction and time limit around them; like a batch, it makes the transaction's
 /// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`); its DELETE without row locks
 /// runs in a subtransaction, and when it waits out `jsonb_ttl.lock_timeout` on a busy row, the
-/// batch runs again with the pick that skips busy rows, as [`Worker::batch`] does. For tests that need to stop
-/// a batch halfway (tests/isolation), which no background worker lets them do. Superusers only
-/// (EXECUTE is revoked from PUBLIC), and only on tables whose owner's privileges the caller has.
+/// batch runs again with the pick that skips busy rows, as [`Worker::batch`] does. For tests
+/// that need to stop a batch halfway (tests/isolation), which no background worker lets them
+/// do. Superusers only (EXECUTE is revoked from PUBLIC), and only on tables whose owner's
+/// privileges the caller has.
 #[pg_extern(
     volatile,
     parallel_unsafe,
