@@ -30,6 +30,12 @@
 //! [`Batch::Counting`] ones, which first lock and count the rows the DELETE will pick
 //! (`SELECT count(*) FROM (<the same SELECT … FOR UPDATE SKIP LOCKED>)`), to tell the two apart
 //! (see [`Purge`]). The DELETE then finds those rows already locked by its own transaction.
+//!
+//! The worker runs another form of the batch first, [`unlocked_batch_sql`]: the same pick
+//! without `FOR UPDATE SKIP LOCKED`, and the condition tested again by the DELETE. It writes no
+//! row-lock record for each row. When it meets a row another transaction holds, it waits within
+//! `jsonb_ttl.lock_timeout`, and the worker runs the batch again in the form above.
+//! `ttl_expire_now` ([`delete_expired`]) uses only the form above.
 
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
