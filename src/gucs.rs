@@ -43,9 +43,10 @@ pub static BATCH_TIME_MS: GucSetting<i32> = GucSetting::<i32>::new(25);
 /// `jsonb_ttl.synchronous_commit`: whether the worker's batches wait for their WAL to reach
 /// disk when they commit. `off` is safe for TTL deletes: a batch lost in a crash only lost a
 /// deletion, which the next pass does again (nothing the user wrote is lost, and replicas
-/// never see a delete the primary lost). It saves a WAL flush per batch (see `make bench`).
-/// Default on, the server's own default.
-pub static SYNCHRONOUS_COMMIT: GucSetting<bool> = GucSetting::<bool>::new(true);
+/// never see a delete the primary lost). It saves a WAL flush per batch, and with a synchronous
+/// standby a round trip to it (see `make bench`). Default off, for those reasons
+/// (docs/configuration.md).
+pub static SYNCHRONOUS_COMMIT: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 /// `jsonb_ttl.max_removes_per_second`: a smooth rate limit on the rows the worker removes per
 /// second in each database, 0 for none.

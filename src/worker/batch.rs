@@ -17,7 +17,7 @@ use crate::{gucs, owner};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A statement prepared once and kept across transactions, with the SQL it was prepared from
 /// (a rename changes the SQL and the statement is prepared again).
@@ -57,6 +57,13 @@ impl Worker {
     /// One batch of the form `batch` in its own transaction, as the table's owner (see
     /// [`in_batch_frame`]): what it did, or `None` when the TTL index or the table no longer
     /// exists.
+    ///
+    /// The batch first runs its DELETE without row locks ([`deleter::unlocked_batch_sql`]),
+    /// which writes less WAL. When that DELETE meets a row another transaction holds, it gives
+    /// up within `jsonb_ttl.lock_timeout` (a lock timeout, or a deadlock) and the batch is run
+    /// again at once, in a new transaction, with the pick that skips busy rows (`FOR UPDATE
+    /// SKIP LOCKED`); so do the table's other batches in this pass. A lock timeout on the
+    /// table itself (DDL holds it) is no row's: it ends the visit as before.
     pub(super) fn batch(
         &mut self,
         ext: &Extension,
@@ -64,9 +71,12 @@ impl Worker {
         index: &TtlIndex,
         limit: i64,
     ) -> Result<Option<Outcome>, Failure> {
-        let statements = &mut self.statements;
         let set_aside = self.undeletable.rows(index.table);
-        in_delete_frame(&mut self.frame, index, |current, expire_after| {
+        let locked = self.frame.row_locked.contains(&index.target());
+        let mut reached_rows = false;
+        let statements = &mut self.statements;
+        let first = in_delete_frame(&mut self.frame, index, |current, expire_after| {
+            reached_rows = true;
             run_statements(
                 statements,
                 ext,
@@ -75,8 +85,33 @@ impl Worker {
                 expire_after,
                 limit,
                 &set_aside,
+                locked,
             )
-        })
+        });
+        match first {
+            Err(failure) if !locked && reached_rows && waited_on_a_row(&failure) => {
+                self.frame.row_locked.insert(index.target());
+                debug1!(
+                    "jsonb_ttl: a row of {} is busy ({failure}): its batches skip busy rows \
+                     in this pass",
+                    index.display_name
+                );
+                let statements = &mut self.statements;
+                in_delete_frame(&mut self.frame, index, |current, expire_after| {
+                    run_statements(
+                        statements,
+                        ext,
+                        batch,
+                        current,
+                        expire_after,
+                        limit,
+                        &set_aside,
+                        true,
+                    )
+                })
+            }
+            other => other,
+        }
     }
 
     /// A failed batch again, in parts: the rows it picks are deleted in halves, each in a
@@ -123,7 +158,10 @@ impl Worker {
 }
 
 /// The statements of one batch of the form `batch`, as prepared for the table's current names
-/// (prepared again if a rename changed them), run for at most `limit` rows.
+/// (prepared again if a rename changed them, or if `locked` changed: the DELETE whose pick
+/// locks its rows and skips busy ones, [`deleter::batch_sql`], rather than the one without row
+/// locks, [`deleter::unlocked_batch_sql`]), run for at most `limit` rows.
+#[allow(clippy::too_many_arguments)]
 fn run_statements(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
     ext: &Extension,
@@ -132,11 +170,15 @@ fn run_statements(
     expire_after: pgrx::datum::Interval,
     limit: i64,
     set_aside: &[pg_sys::ItemPointerData],
+    locked: bool,
 ) -> Outcome {
     let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
     let skip = !set_aside.is_empty();
     let args = &deleter::BATCH_ARGS;
-    let delete = sql(deleter::batch_sql(ext, current, skip));
+    let delete = match locked {
+        true => sql(deleter::batch_sql(ext, current, skip)),
+        false => sql(deleter::unlocked_batch_sql(ext, current, skip)),
+    };
     prepare_into(statements, (current.target(), Batch::Plain), &delete, args);
     if batch == Batch::Counting {
         let pick_count = sql(deleter::pick_count_sql(ext, current, skip));
@@ -163,6 +205,9 @@ fn run_statements(
 pub(super) struct Frame {
     lookups: HashMap<Oid, Prepared>,
     lookup_sql: String,
+    /// The tables whose batches met a row another transaction holds in this pass: their
+    /// batches pick with `FOR UPDATE SKIP LOCKED` until the pass ends (see [`Worker::batch`]).
+    pub(super) row_locked: HashSet<(Oid, catalog::Part)>,
     /// Also what the probe of a pass runs under (see [`Worker::probe`]).
     pub(super) role_settings: HashMap<Oid, owner::RoleSettings>,
 }
@@ -171,6 +216,7 @@ impl Frame {
     /// Ready for a pass in the database whose extension lives in `ext`.
     pub(super) fn begin_pass(&mut self, ext: &Extension) {
         self.role_settings.clear();
+        self.row_locked.clear();
         self.lookup_sql = format!(
             "SELECT expire_after FROM {ext}.ttl_index \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
@@ -329,13 +375,25 @@ fn in_frame<R>(
     done
 }
 
+/// Whether a batch without row locks failed waiting for a lock: a row another transaction
+/// holds, past `jsonb_ttl.lock_timeout`, or a deadlock with that transaction.
+fn waited_on_a_row(failure: &Failure) -> bool {
+    matches!(
+        failure.code,
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE | PgSqlErrorCode::ERRCODE_T_R_DEADLOCK_DETECTED
+    )
+}
+
 /// Runs exactly one plain batch of the worker on `tbl` (a table with a TTL index, or one of its
 /// partitions) for at most `max_rows` rows, in the caller's transaction, and returns the rows
 /// it removed: the worker's own steps ([`Frame::run`]) and statements, without the worker's
 /// transaction and time limit around them; like a batch, it makes the transaction's
-/// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`). For tests that need to stop
-/// a batch halfway (tests/isolation), which no background worker lets them do. Superusers only
-/// (EXECUTE is revoked from PUBLIC), and only on tables whose owner's privileges the caller has.
+/// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`); its DELETE without row locks
+/// runs in a subtransaction, and when it waits out `jsonb_ttl.lock_timeout` on a busy row, the
+/// batch runs again with the pick that skips busy rows, as [`Worker::batch`] does. For tests
+/// that need to stop a batch halfway (tests/isolation), which no background worker lets them
+/// do. Superusers only (EXECUTE is revoked from PUBLIC), and only on tables whose owner's
+/// privileges the caller has.
 #[pg_extern(
     volatile,
     parallel_unsafe,
@@ -351,15 +409,37 @@ fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
     let mut statements = HashMap::new();
     frame
         .run(&index, |current, expire_after| {
-            run_statements(
-                &mut statements,
-                &ext,
-                Batch::Plain,
-                current,
-                expire_after,
-                max_rows,
-                &[],
-            )
+            // as Worker::batch does, in a subtransaction of the caller's transaction
+            let first = crate::txn::in_subtransaction(|| {
+                run_statements(
+                    &mut statements,
+                    &ext,
+                    Batch::Plain,
+                    current,
+                    expire_after,
+                    max_rows,
+                    &[],
+                    false,
+                )
+            });
+            match first {
+                Ok(outcome) => outcome,
+                Err(failure) if waited_on_a_row(&failure) => run_statements(
+                    &mut statements,
+                    &ext,
+                    Batch::Plain,
+                    current,
+                    expire_after,
+                    max_rows,
+                    &[],
+                    true,
+                ),
+                Err(failure) => {
+                    pg_sys::panic::ErrorReport::new(failure.code, failure.message, "jsonb_ttl")
+                        .report(PgLogLevel::ERROR);
+                    unreachable!()
+                }
+            }
         })
         .map_or(0, |outcome| outcome.deleted as i64)
 }

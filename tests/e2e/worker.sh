@@ -246,6 +246,38 @@ expect_eq "all in one visit of the worker" 1 "$(q db_b -c "SELECT count(DISTINCT
 expect_eq "the pinned row stays" t "$(q db_b -c "SELECT doc ? 'pinned' FROM guarded")"
 q db_b -c "DROP TABLE guarded, guarded_log"
 
+echo "== a row a user holds: the batch gives up on it within lock_timeout and deletes the others"
+# A batch deletes without row locks first (less WAL); a row another transaction holds makes that
+# DELETE wait, at most jsonb_ttl.lock_timeout (50 ms here), and the batch runs again at once
+# with FOR UPDATE SKIP LOCKED. The held row is the oldest: every batch meets it first.
+set_guc jsonb_ttl.enabled off
+wait_for "passes stop (enabled = off)" 5 passes_stopped db_b
+q db_b <<'SQL'
+CREATE TABLE held (id int PRIMARY KEY, doc jsonb);
+SELECT FROM ttl_index_create('held', 'at', interval '1 hour');
+INSERT INTO held VALUES (1, '{"at": "2018-01-01"}'), (0, '{"at": "2999-01-01"}');
+INSERT INTO held SELECT g, jsonb_build_object('at', 1550165973 + g) FROM generate_series(2, 2001) g;
+SQL
+q db_b -c "SET application_name = 'holder'" -c "BEGIN" -c "SELECT FROM held WHERE id = 1 FOR UPDATE" -c "SELECT pg_sleep(6)" -c "COMMIT" &
+holder=$!
+holding() { [ "$(q db_b -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'holder' AND query LIKE '%pg_sleep%' AND state = 'active'")" = 1 ]; }
+wait_for "a user holds the oldest expired row (FOR UPDATE, for 6 s)" 5 holding
+q db_b -c "SELECT ttl_stats_reset()" >/dev/null
+set_guc jsonb_ttl.enabled on
+held_left() { [ "$(q db_b -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM held")" = "0,1" ]; }
+wait_for "the 2000 other expired rows go while she holds hers" 2 held_left
+expect_eq "she still holds it (the worker did not wait for her)" 1 "$(q db_b -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'holder' AND state = 'active'")"
+eventually_eq "no error in ttl_stats" 1 "0|" db_b "SELECT errors || '|' || coalesce(last_error, '') FROM ttl_stats WHERE table_name = 'held'::regclass"
+# the visit met her row (it waited lock_timeout once: the batch without row locks ran first) and
+# went on within a second (not the 6 s she holds it)
+expect_eq "the visit waited lock_timeout (50 ms) once, no longer" t \
+  "$(q db_b -c "SELECT last_run_ms >= 50 AND last_run_ms < 1000 FROM ttl_stats WHERE table_name = 'held'::regclass")"
+wait "$holder"
+held_gone() { [ "$(q db_b -c "SELECT string_agg(id::text, ',') FROM held")" = "0" ]; }
+wait_for "her row goes once she commits" 2 held_gone
+q db_b -c "DROP TABLE held"
+reset_gucs
+
 echo "== CREATE EXTENSION in a new database is served; DROP DATABASE without FORCE succeeds"
 q postgres -c "CREATE DATABASE db_new"
 q db_new -c "CREATE EXTENSION jsonb_ttl"
