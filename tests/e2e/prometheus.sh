@@ -25,8 +25,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 EXPORTER=$(command -v prometheus-postgres-exporter)
 
+# (autovacuum off: the planner's statistics, which rows_never_expire reads, stand still between a
+# scrape and the check of its values)
 start_cluster e2e-prometheus 28880 "jsonb_ttl.frequency = 200" \
-  "jsonb_ttl.max_table_fraction = 0.5" "jsonb_ttl.brake_min_rows = 100"
+  "jsonb_ttl.max_table_fraction = 0.5" "jsonb_ttl.brake_min_rows = 100" "autovacuum = off"
 EXPORTER_PORT=$((28890 + ${E2E_PORT_OFFSET:-0}))
 EXPORTER_PID=
 EXPORTER_LOG=$CLUSTER_DIR/exporter.log
@@ -66,8 +68,16 @@ expect_num() {
        d = a - e; if (d < 0) d = -d; exit !(d <= t) }'; then pass "$1 ($3)"
   else fail "$1: expected [$2]${4:+ ± $4}, got [$3]"; fi
 }
+# (the exporter runs its queries while it answers: SCRAPED_AT is when the answer came, and TOL
+# the seconds an age may be off by: 10, plus how long the scrape took)
 scrape() {
+  local started status
+  started=$(date +%s)
   curl -sf "http://127.0.0.1:$EXPORTER_PORT/metrics" >"$SCRAPE"
+  status=$?
+  SCRAPED_AT=$(date +%s.%N)
+  TOL=$((10 + ${SCRAPED_AT%.*} - started))
+  return $status
 }
 
 echo "== two databases with jsonb_ttl (one in a schema of its own), one without"
@@ -129,8 +139,8 @@ eventually_eq "and in db_b (app.items, events, failing)" 5 "25 40 0" db_b \
 set_guc jsonb_ttl.enabled off
 wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
 # the planner's statistics, from which ttl_stats estimates the rows that never expire
-q db_a -c "VACUUM ANALYZE events"
-q db_b -c "VACUUM ANALYZE events"
+q db_a -c "VACUUM ANALYZE"
+q db_b -c "VACUUM ANALYZE"
 expect_eq "ttl_stats estimates db_a's 3 dateless rows of events (rows_never_expire)" 3 \
   "$(q db_a -c "SELECT rows_never_expire FROM ttl_stats WHERE table_name = 'events'::regclass")"
 
@@ -163,10 +173,11 @@ expect_eq "no error of any kind in its log about jsonb_ttl" 0 "$(grep -c 'err=.*
 
 echo "== each metric of the file: its type, its database and table labels"
 metrics=$(file_metrics)
-expect_eq "the file's namespaces" "jsonb_ttl_backlog jsonb_ttl_never_expire jsonb_ttl_pause jsonb_ttl_server jsonb_ttl_table" \
+expect_eq "the file's namespaces" "jsonb_ttl_backlog jsonb_ttl_never_expire jsonb_ttl_pause jsonb_ttl_server jsonb_ttl_table jsonb_ttl_throttle" \
   "$(grep -E '^[a-z_]+:$' "$QUERIES" | tr -d ':' | sort | tr '\n' ' ' | sed 's/ $//')"
 while read -r name type; do
   [ "$name" = jsonb_ttl_pause_info ] && continue   # only for paused tables: below
+  [[ $name == jsonb_ttl_throttle_* ]] && continue   # one series per limit: below
   expect_eq "$name is a $type" "$type" "$(awk -v n="$name" '$1 == "#" && $2 == "TYPE" && $3 == n { print $4 }' "$SCRAPE")"
   case $name in
     jsonb_ttl_table_* | jsonb_ttl_backlog_*) a=$(metric "$name" db_a events) b=$(metric "$name" db_b app.items) ;;
@@ -190,8 +201,9 @@ check_table() {
   row=$(q "$db" -F '|' -c "SELECT runs, rows_deleted, errors, limit_reached, last_rows_deleted, rows_undeletable,
       (skipped IS NOT NULL)::int, paused::int, extract(epoch FROM i.expire_after)::float8,
       coalesce(backlog::text, 'absent'), coalesce(rows_never_expire::text, 'absent'),
-      coalesce(extract(epoch FROM now() - oldest_expired), 0), extract(epoch FROM now() - last_run_at),
-      extract(epoch FROM now() - last_success_at), last_run_ms / 1000
+      coalesce(extract(epoch FROM to_timestamp($SCRAPED_AT) - oldest_expired), 0),
+      extract(epoch FROM to_timestamp($SCRAPED_AT) - last_run_at),
+      extract(epoch FROM to_timestamp($SCRAPED_AT) - last_success_at), last_run_ms / 1000
     FROM $s.ttl_stats st JOIN $s.ttl_indexes i ON i.table_name = st.ttl_table
     WHERE st.table_name = '$t'::regclass")
   IFS='|' read -r runs deleted errors limit last undeletable skipped paused expire backlog never age since success ms <<<"$row"
@@ -199,14 +211,14 @@ check_table() {
   expect_eq "$db $t: rows deleted, runs, errors, limit reached, last rows deleted, undeletable, skipped, paused, expire_after, backlog, never expire" \
     "$deleted $runs $errors $limit $last $undeletable $skipped $paused $expire $backlog $never" \
     "$(metric ${m}rows_deleted_total "$db" "$t") $(metric ${m}runs_total "$db" "$t") $(metric ${m}errors_total "$db" "$t") $(metric ${m}limit_reached_total "$db" "$t") $(metric ${m}last_rows_deleted "$db" "$t") $(metric ${m}rows_undeletable "$db" "$t") $(metric ${m}skipped "$db" "$t") $(metric ${m}paused "$db" "$t") $(metric ${m}expire_after_seconds "$db" "$t") $(metric jsonb_ttl_backlog_rows "$db" "$t") $(metric jsonb_ttl_never_expire_rows "$db" "$t")"
-  expect_num "$db $t: oldest expired age" "$age" "$(metric ${m}oldest_expired_age_seconds "$db" "$t")" 10
-  expect_num "$db $t: seconds since the last run" "$since" "$(metric ${m}seconds_since_last_run "$db" "$t")" 10
+  expect_num "$db $t: oldest expired age" "$age" "$(metric ${m}oldest_expired_age_seconds "$db" "$t")" "$TOL"
+  expect_num "$db $t: seconds since the last run" "$since" "$(metric ${m}seconds_since_last_run "$db" "$t")" "$TOL"
   if [ -n "$success" ]; then
-    expect_num "$db $t: seconds since the last success" "$success" "$(metric ${m}seconds_since_last_success "$db" "$t")" 10
+    expect_num "$db $t: seconds since the last success" "$success" "$(metric ${m}seconds_since_last_success "$db" "$t")" "$TOL"
   else  # none yet: since the TTL index was created (this server started before)
     expect_num "$db $t: no success yet: seconds since the TTL index was created" \
-      "$(q "$db" -c "SELECT extract(epoch FROM now() - created_at) FROM $s.ttl_indexes i JOIN $s.ttl_stats st ON i.table_name = st.ttl_table WHERE st.table_name = '$t'::regclass")" \
-      "$(metric ${m}seconds_since_last_success "$db" "$t")" 10
+      "$(q "$db" -c "SELECT extract(epoch FROM to_timestamp($SCRAPED_AT) - created_at) FROM $s.ttl_indexes i JOIN $s.ttl_stats st ON i.table_name = st.ttl_table WHERE st.table_name = '$t'::regclass")" \
+      "$(metric ${m}seconds_since_last_success "$db" "$t")" "$TOL"
   fi
   expect_num "$db $t: last visit duration (s)" "$ms" "$(metric ${m}last_visit_duration_seconds "$db" "$t")" 0.000001
 }
@@ -227,18 +239,31 @@ expect_eq "errors 0 and nothing undeletable on a table that purged, 0 paused" "0
 expect_eq "the refused row: one error, one row undeletable" "1 1" \
   "$(metric ${m}errors_total db_b failing) $(metric ${m}rows_undeletable db_b failing)"
 expect_num "and its age (since 2019-01-01) as the oldest expired" \
-  "$(q db_b -c "SELECT extract(epoch FROM now() - '2019-01-01 00:00:00+00'::timestamptz)")" \
-  "$(metric ${m}oldest_expired_age_seconds db_b failing)" 10
+  "$(q db_b -c "SELECT extract(epoch FROM to_timestamp($SCRAPED_AT) - '2019-01-01 00:00:00+00'::timestamptz)")" \
+  "$(metric ${m}oldest_expired_age_seconds db_b failing)" "$TOL"
 expect_num "nothing expired left in events: oldest expired age 0" 0 "$(metric ${m}oldest_expired_age_seconds db_a events)"
 
-IFS='|' read -r s_runs s_rows s_limit s_ms s_since <<<"$(q db_a -F '|' -c "SELECT runs, rows_deleted, limit_reached, last_pass_ms / 1000, extract(epoch FROM now() - last_pass_at) FROM ttl_statistics()")"
+IFS='|' read -r s_runs s_rows s_limit s_ms s_since <<<"$(q db_a -F '|' -c "SELECT runs, rows_deleted, limit_reached, last_pass_ms / 1000, extract(epoch FROM to_timestamp($SCRAPED_AT) - last_pass_at) FROM ttl_statistics()")"
 for db in db_a db_b; do
   expect_eq "server totals read in $db: runs, rows deleted (60 + 66 + 40 + 25), limit reached" "$s_runs 191 $s_limit" \
     "$(metric jsonb_ttl_server_runs_total $db) $(metric jsonb_ttl_server_rows_deleted_total $db) $(metric jsonb_ttl_server_limit_reached_total $db)"
   expect_num "$db: last pass duration (s)" "$s_ms" "$(metric jsonb_ttl_server_last_pass_duration_seconds $db)" 0.000001
-  expect_num "$db: seconds since the last pass" "$s_since" "$(metric jsonb_ttl_server_seconds_since_last_pass $db)" 10
+  expect_num "$db: seconds since the last pass" "$s_since" "$(metric jsonb_ttl_server_seconds_since_last_pass $db)" "$TOL"
 done
 expect_num "ttl_statistics() counts the same 191 rows" 191 "$s_rows"
+# ttl_throttle(): one series per limit and metric, with its setting, the values of the function
+for db in db_a db_b; do
+  expect_eq "$db: jsonb_ttl_throttle_* (slowed, limit, slowdowns, waited) per setting, as ttl_throttle() says" \
+    "$(q db_a -c "SELECT string_agg(setting || ':' || slowed::int || ':' || limit_value || ':' || slowdowns || ':' || (waited_ms / 1000), ' ' ORDER BY setting) FROM ttl_throttle()")" \
+    "$(for s in jsonb_ttl.max_replica_lag jsonb_ttl.max_slot_wal_keep jsonb_ttl.max_wal_rate; do
+         printf '%s' "$s"
+         for m in slowed limit_value slowdowns_total waited_seconds_total; do
+           printf ':%s' "$(awk -v n="jsonb_ttl_throttle_$m{" -v d="database=\"$db\"" -v st="setting=\"$s\"" \
+                             'index($0, n) == 1 && index($0, d) && index($0, st) { print $NF }' "$SCRAPE")"
+         done
+         printf ' '
+       done | sed 's/ $//')"
+done
 
 echo "== a table the safety brake pauses, one its operator pauses: paused 1, and by whom"
 q db_a >/dev/null <<'SQL'
