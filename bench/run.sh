@@ -360,22 +360,56 @@ if wanted growth; then
   result "purge cost per row, 100k of 10M vs of 1M (us)" "$large" "$small" "$(ratio "$large" "$small")" "0.80x .. 1.20x (flat)"
 fi
 
-# Case 6b: an idle pass over 1000 TTL tables with nothing expired, as ttl_statistics() reports
-# the last pass.
+# Case 6b: idle passes over many TTL tables with nothing expired (issue 24: 10,000 tables in
+# <= 100 ms), as ttl_statistics() reports them: last_pass_ms, the median of 3 passes after the
+# first (which prepares each table's probe), at 1,000 and at 10,000 tables of one row each
+# (`CREATE TABLE idle_<i> (doc jsonb)`, one row dated 2999, `ttl_index_create(..., 'creationDate',
+# interval '1 hour')`). Baseline, the floor: one `EXECUTE format('SELECT 1 FROM %I LIMIT 1',
+# 'idle_' || i)` per table in a PL/pgSQL loop (committing every 1000 tables, as the probe does),
+# the cheapest per-table statement a hand-written checker could run.
 if wanted idle; then
-  tables=1000
-  db -c "DO \$\$ BEGIN FOR i IN 1..$tables LOOP
-           EXECUTE format('CREATE TABLE idle_%s (doc jsonb)', i);
-           EXECUTE format('INSERT INTO idle_%s VALUES (''{\"creationDate\": \"2999-01-01\"}'')', i);
-           PERFORM ttl_index_create(format('idle_%s', i), 'creationDate', interval '1 hour');
-         END LOOP; END \$\$"
-  set_guc jsonb_ttl.frequency 2000
-  set_guc jsonb_ttl.enabled on
-  sleep 5
-  set_guc jsonb_ttl.enabled off
-  span=$(db -c "SELECT round(last_pass_ms::numeric, 1) FROM ttl_statistics()")
-  result "idle pass over $tables TTL tables (ms)" "$span" "50" "$(ratio "$span" 50)" "<= 1.00x (50 ms)"
-  db -c "DO \$\$ BEGIN FOR i IN 1..$tables LOOP EXECUTE format('DROP TABLE idle_%s', i); END LOOP; END \$\$"
+  idle_tables() {  # idle_tables FROM TO: creates idle_FROM..idle_TO, committing every 200
+    db -c "DO \$\$ BEGIN FOR i IN $1..$2 LOOP
+             EXECUTE format('CREATE TABLE idle_%s (doc jsonb)', i);
+             EXECUTE format('INSERT INTO idle_%s VALUES (''{\"creationDate\": \"2999-01-01\"}'')', i);
+             PERFORM ttl_index_create(format('idle_%s', i), 'creationDate', interval '1 hour');
+             IF i % 200 = 0 THEN COMMIT; END IF;
+           END LOOP; END \$\$"
+  }
+  idle_floor_ms() {  # the floor over the first $1 tables (ms)
+    db -c "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN
+             FOR i IN 1..$1 LOOP
+               EXECUTE format('SELECT 1 FROM %I LIMIT 1', 'idle_' || i);
+               IF i % 1000 = 0 THEN COMMIT; END IF;
+             END LOOP;
+             RAISE WARNING '%', round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric, 1);
+           END \$\$" 2>&1 | sed -n 's/.*WARNING: *//p'
+  }
+  idle_pass_ms() {  # the median last_pass_ms of 3 passes after the first
+    local runs seen=() r
+    set_guc jsonb_ttl.frequency 2000
+    db -c "SELECT ttl_stats_reset()" >/dev/null
+    set_guc jsonb_ttl.enabled on
+    runs=0
+    while [ ${#seen[@]} -lt 3 ]; do
+      sleep 0.5
+      r=$(db -c "SELECT runs || ' ' || round(last_pass_ms::numeric, 1) FROM ttl_statistics()")
+      if [ "${r% *}" -gt "$runs" ]; then
+        [ "$runs" -ge 1 ] && seen+=("${r#* }")
+        runs=${r% *}
+      fi
+    done
+    set_guc jsonb_ttl.enabled off
+    printf '%s\n' "${seen[@]}" | sort -g | sed -n 2p
+  }
+  idle_tables 1 1000
+  floor=$(idle_floor_ms 1000); pass=$(idle_pass_ms)
+  result "idle pass over 1,000 TTL tables (ms)" "$pass" "$floor" "$(ratio "$pass" "$floor")" "<= 50 ms (vs a SELECT 1 per table)"
+  idle_tables 1001 10000
+  floor=$(idle_floor_ms 10000); pass=$(idle_pass_ms)
+  result "idle pass over 10,000 TTL tables (ms)" "$pass" "$floor" "$(ratio "$pass" "$floor")" "<= 100 ms (vs a SELECT 1 per table)"
+  result "  ttl_stats rows after those passes" "$(db -c "SELECT count(*) FROM ttl_stats WHERE runs > 0")" "10000" "" "one per TTL table"
+  db -c "DO \$\$ BEGIN FOR i IN 1..10000 LOOP EXECUTE format('DROP TABLE idle_%s', i); IF i % 20 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
 fi
 
 # Batch sizing: the worker's drain of the same expired rows with fixed batches (batch_time = 0)

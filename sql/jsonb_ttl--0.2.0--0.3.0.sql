@@ -771,3 +771,21 @@ COMMENT ON FUNCTION @extschema@.ttl_index_pause(regclass, text) IS
   'Pauses the TTL index of a table by hand: the worker deletes nothing from it until ttl_index_resume(). Returns whether it was running.';
 COMMENT ON FUNCTION @extschema@.ttl_index_resume(regclass) IS
   'Lifts a pause of the TTL index of a table (by the safety brake, or by hand); the brake holds again once the worker has drained the table.';
+
+-- ttl_statistics(): the statistics store's entries in use and the records it refused for want
+-- of room (jsonb_ttl.max_tables; issue 24). A new return shape: the function is made again
+-- (0.2.0's symbol stays in the library for databases not yet updated).
+DROP FUNCTION @extschema@.ttl_statistics();
+CREATE FUNCTION @extschema@.ttl_statistics() RETURNS TABLE (
+	"runs" bigint,
+	"rows_deleted" bigint,
+	"limit_reached" bigint,
+	"last_pass_at" timestamp with time zone,
+	"last_pass_ms" double precision,
+	"stats_entries" bigint,
+	"stats_refused" bigint
+)
+STRICT VOLATILE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_server_statistics_wrapper';

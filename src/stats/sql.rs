@@ -3,7 +3,7 @@
 //! and the symbols an older version's SQL still calls. Who may read an error message or a lag
 //! is decided here.
 
-use super::{Entry, ENTRIES, LAST_PASS_AT, LAST_PASS_US, TOTAL_LIMIT, TOTAL_ROWS, TOTAL_RUNS};
+use super::{store, Entry, LAST_PASS_AT, LAST_PASS_US, TOTAL_LIMIT, TOTAL_ROWS, TOTAL_RUNS};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::sync::atomic::Ordering;
@@ -47,13 +47,14 @@ fn visible_entries_of(table: Option<pg_sys::Oid>) -> Vec<StatsRow> {
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    let entries: Vec<Entry> = ENTRIES
-        .share()
-        .0
-        .iter()
-        .filter(|e| e.dboid == dboid && table.is_none_or(|t| t.to_u32() == e.reloid))
-        .copied()
-        .collect();
+    let entries: Vec<Entry> = store::read(|store| {
+        store
+            .entries()
+            .iter()
+            .filter(|e| e.dboid == dboid && table.is_none_or(|t| t.to_u32() == e.reloid))
+            .copied()
+            .collect()
+    });
     let user = unsafe { pg_sys::GetUserId() };
     let reads_all = unsafe {
         pg_sys::has_privs_of_role(user, pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS))
@@ -361,20 +362,20 @@ fn ttl_undeletable(
         return TableIterator::new(Vec::new());
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let rows: Vec<_> = ENTRIES
-        .share()
-        .0
-        .iter()
-        .filter(|e| e.dboid == dboid && e.rows_undeletable > 0)
-        .map(|e| (pg_sys::Oid::from(e.reloid), e.rows_undeletable as i64))
-        .collect();
+    let rows: Vec<_> = store::read(|store| {
+        store
+            .entries()
+            .iter()
+            .filter(|e| e.dboid == dboid && e.rows_undeletable > 0)
+            .map(|e| (pg_sys::Oid::from(e.reloid), e.rows_undeletable as i64))
+            .collect()
+    });
     TableIterator::new(rows)
 }
 
-/// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a
-/// limit; and when the most recent pass (of any database) ended and how long it took.
-#[pg_extern(volatile, parallel_safe)]
-#[search_path(pg_catalog, pg_temp)]
+/// What 0.2.0's `ttl_statistics()` calls (a database not yet updated with `ALTER EXTENSION
+/// jsonb_ttl UPDATE`): the server totals in that version's shape.
+#[pg_extern(sql = false)]
 fn ttl_statistics() -> TableIterator<
     'static,
     (
@@ -385,16 +386,48 @@ fn ttl_statistics() -> TableIterator<
         name!(last_pass_ms, f64),
     ),
 > {
+    let (runs, rows, limit, at, ms, _, _) = totals();
+    TableIterator::once((runs, rows, limit, at, ms))
+}
+
+/// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a
+/// limit; when the most recent pass (of any database) ended and how long it took; and the
+/// statistics store: its entries in use, server-wide, and the records it refused since the
+/// start or the last reset because all `jsonb_ttl.max_tables` entries were taken (not 0: tables
+/// go without a `ttl_stats` row; raise the setting).
+#[pg_extern(volatile, parallel_safe, name = "ttl_statistics")]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_server_statistics() -> TableIterator<
+    'static,
+    (
+        name!(runs, i64),
+        name!(rows_deleted, i64),
+        name!(limit_reached, i64),
+        name!(last_pass_at, Option<TimestampWithTimeZone>),
+        name!(last_pass_ms, f64),
+        name!(stats_entries, i64),
+        name!(stats_refused, i64),
+    ),
+> {
+    TableIterator::once(totals())
+}
+
+type Totals = (i64, i64, i64, Option<TimestampWithTimeZone>, f64, i64, i64);
+
+fn totals() -> Totals {
     if !crate::preload::preloaded() {
-        return TableIterator::once((0, 0, 0, None, 0.0));
+        return (0, 0, 0, None, 0.0, 0, 0);
     }
-    TableIterator::once((
+    let (entries, refused) = super::store_usage();
+    (
         TOTAL_RUNS.get().load(Ordering::Relaxed) as i64,
         TOTAL_ROWS.get().load(Ordering::Relaxed) as i64,
         TOTAL_LIMIT.get().load(Ordering::Relaxed) as i64,
         timestamptz(LAST_PASS_AT.get().load(Ordering::Relaxed)),
         LAST_PASS_US.get().load(Ordering::Relaxed) as f64 / 1000.0,
-    ))
+        entries as i64,
+        refused as i64,
+    )
 }
 
 /// Clears every statistic of every database and the server totals.
