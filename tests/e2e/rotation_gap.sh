@@ -51,12 +51,13 @@ done
 # A round's first read of each database, per database: the gaps between distinct last_run_at.
 summary=$(awk '
   { if ($1 in at && $3 != at[$1]) { gap = $3 - at[$1]; if (gap > most) { most = gap; who = $1 }
-                                    if ($2 - runs[$1] == 1) exact++; else inexact++; n[$1]++ }
+                                    if ($2 - runs[$1] == 1) exact++; else inexact++; n[$1]++
+                                    span += gap; passes += $2 - runs[$1] }
     at[$1] = $3; runs[$1] = $2 }
   END { low = -1; for (d in at) if (low < 0 || n[d] + 0 < low) low = n[d] + 0
-        printf "%d %s %d %d %d\n", most, who, low, exact, inexact }' "$samples")
-read -r most who fewest exact inexact <<<"$summary"
-echo "  largest gap between two passes of one database: $most ms ($who), bound frequency x ceil($DBS / $WORKERS) = $BOUND ms; $rounds rounds of reads over ${WINDOW} s, $exact gaps between consecutive passes, $inexact spanning a missed pass"
+        printf "%d %s %d %d %d %d\n", most, who, low, exact, inexact, passes ? span / passes : 0 }' "$samples")
+read -r most who fewest exact inexact mean <<<"$summary"
+echo "  largest gap between two passes of one database: $most ms ($who), bound frequency x ceil($DBS / $WORKERS) = $BOUND ms; mean $mean ms; $rounds rounds of reads over ${WINDOW} s, $exact gaps between consecutive passes, $inexact spanning missed ones (read as one)"
 if [ "$fewest" -ge 2 ]; then
   pass "every database got at least 2 more passes in ${WINDOW} s ($fewest or more)"
 else
