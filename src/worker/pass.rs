@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 impl Worker {
     pub(super) fn pass(&mut self, ext: &Extension) {
+        // the whole pass, its read of the catalog included (ttl_statistics().last_pass_ms)
+        let started = Instant::now();
         let Some(indexes) = self.load_targets(ext) else {
             return;
         };
@@ -28,7 +30,6 @@ impl Worker {
             log!("jsonb_ttl: cannot hand the TTL indexes of distributed tables on: {e}");
         }
         self.paused_roots.clear();
-        let started = Instant::now();
         // the statistics of tables no longer among the targets go (dropped, or their TTL
         // index dropped): the store holds jsonb_ttl.max_tables entries, not a history
         let recorded: HashSet<(Oid, u8)> = indexes
