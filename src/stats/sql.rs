@@ -397,6 +397,7 @@ fn ttl_statistics() -> TableIterator<
 /// go without a `ttl_stats` row; raise the setting).
 #[pg_extern(volatile, parallel_safe, name = "ttl_statistics")]
 #[search_path(pg_catalog, pg_temp)]
+#[allow(clippy::type_complexity)]
 fn ttl_server_statistics() -> TableIterator<
     'static,
     (
