@@ -6,7 +6,7 @@
 #     --scale F   multiplies every data size (default 1: 1M rows, ~20 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
 #     --only      a comma-separated subset of: parser,purge,insert,options,partitions,lag,impact,
-#                 growth,idle,batch,citus
+#                 growth,idle,rotation,batch,citus
 # Environment: PG_CONFIG (the server to run, default PostgreSQL 15's), BENCH_NAME and
 # BENCH_PORT (the cluster's name and port, default bench and 28817: move them when another
 # checkout benchmarks on the same machine), BENCH_PURGE_BATCHES (the fixed batch sizes of the
@@ -20,7 +20,7 @@ PORT=${BENCH_PORT:-28817}
 PURGE_BATCHES=${BENCH_PURGE_BATCHES:-1000 10000}
 SCALE=1
 REPEAT=5
-ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,batch,citus
+ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -369,22 +369,69 @@ if wanted growth; then
   result "purge cost per row, 100k of 10M vs of 1M (us)" "$large" "$small" "$(ratio "$large" "$small")" "0.80x .. 1.20x (flat)"
 fi
 
-# Case 6b: an idle pass over 1000 TTL tables with nothing expired, as ttl_statistics() reports
-# the last pass.
+# Case 6b: idle passes over many TTL tables with nothing expired (issue 24: 10,000 tables in
+# <= 100 ms), as ttl_statistics() reports them: last_pass_ms, the median of 3 passes after the
+# first (which prepares each table's probe), at 1,000 and at 10,000 tables of one row each
+# (`CREATE TABLE idle_<i> (doc jsonb)`, one row dated 2999, `ttl_index_create(..., 'creationDate',
+# interval '1 hour')`). Baseline, the floor: one `EXECUTE format('SELECT 1 FROM %I LIMIT 1',
+# 'idle_' || i)` per table in a PL/pgSQL loop (committing every 1000 tables, as the probe does),
+# the cheapest per-table statement a hand-written checker could run.
 if wanted idle; then
-  tables=1000
-  db -c "DO \$\$ BEGIN FOR i IN 1..$tables LOOP
-           EXECUTE format('CREATE TABLE idle_%s (doc jsonb)', i);
-           EXECUTE format('INSERT INTO idle_%s VALUES (''{\"creationDate\": \"2999-01-01\"}'')', i);
-           PERFORM ttl_index_create(format('idle_%s', i), 'creationDate', interval '1 hour');
-         END LOOP; END \$\$"
-  set_guc jsonb_ttl.frequency 2000
-  set_guc jsonb_ttl.enabled on
-  sleep 5
-  set_guc jsonb_ttl.enabled off
-  span=$(db -c "SELECT round(last_pass_ms::numeric, 1) FROM ttl_statistics()")
-  result "idle pass over $tables TTL tables (ms)" "$span" "50" "$(ratio "$span" 50)" "<= 1.00x (50 ms)"
-  db -c "DO \$\$ BEGIN FOR i IN 1..$tables LOOP EXECUTE format('DROP TABLE idle_%s', i); END LOOP; END \$\$"
+  idle_tables() {  # idle_tables FROM TO: creates idle_FROM..idle_TO, committing every 200
+    db -c "DO \$\$ BEGIN FOR i IN $1..$2 LOOP
+             EXECUTE format('CREATE TABLE idle_%s (doc jsonb)', i);
+             EXECUTE format('INSERT INTO idle_%s VALUES (''{\"creationDate\": \"2999-01-01\"}'')', i);
+             PERFORM ttl_index_create(format('idle_%s', i), 'creationDate', interval '1 hour');
+             IF i % 200 = 0 THEN COMMIT; END IF;
+           END LOOP; END \$\$"
+  }
+  idle_floor_ms() {  # the floor over the first $1 tables (ms)
+    db -c "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN
+             FOR i IN 1..$1 LOOP
+               EXECUTE format('SELECT 1 FROM %I LIMIT 1', 'idle_' || i);
+               IF i % 1000 = 0 THEN COMMIT; END IF;
+             END LOOP;
+             RAISE WARNING '%', round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric, 1);
+           END \$\$" 2>&1 | sed -n 's/.*WARNING: *//p'
+  }
+  idle_pass_ms() {  # the median last_pass_ms of 3 passes after the first
+    local runs seen=() r
+    set_guc jsonb_ttl.frequency 2000
+    db -c "SELECT ttl_stats_reset()" >/dev/null
+    set_guc jsonb_ttl.enabled on
+    runs=0
+    while [ ${#seen[@]} -lt 3 ]; do
+      sleep 0.5
+      r=$(db -c "SELECT runs || ' ' || round(last_pass_ms::numeric, 1) FROM ttl_statistics()")
+      if [ "${r% *}" -gt "$runs" ]; then
+        [ "$runs" -ge 1 ] && seen+=("${r#* }")
+        runs=${r% *}
+      fi
+    done
+    set_guc jsonb_ttl.enabled off
+    printf '%s\n' "${seen[@]}" | sort -g | sed -n 2p
+  }
+  idle_tables 1 1000
+  floor=$(idle_floor_ms 1000); pass=$(idle_pass_ms)
+  result "idle pass over 1,000 TTL tables (ms)" "$pass" "$floor" "$(ratio "$pass" "$floor")" "<= 50 ms (vs a SELECT 1 per table)"
+  idle_tables 1001 10000
+  floor=$(idle_floor_ms 10000); pass=$(idle_pass_ms)
+  result "idle pass over 10,000 TTL tables (ms)" "$pass" "$floor" "$(ratio "$pass" "$floor")" "<= 100 ms (vs a SELECT 1 per table)"
+  result "  ttl_stats rows after those passes" "$(db -c "SELECT count(*) FROM ttl_stats WHERE runs > 0")" "10000" "" "one per TTL table"
+  db -c "DO \$\$ BEGIN FOR i IN 1..10000 LOOP EXECUTE format('DROP TABLE idle_%s', i); IF i % 20 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
+fi
+
+# Case 6d: 100 databases on jsonb_ttl.max_workers = 4 (issue 24): the largest gap between two
+# passes of one database, against the bound frequency x ceil(100 / 4), frequency 500 ms. Runs
+# bench/rotation_gap.sh (its own cluster, this bench's port + 36; its method is described
+# there: the gap read can only be too large), about a minute.
+if wanted rotation; then
+  line=$(E2E_PORT_OFFSET=$((PORT - 28817)) bench/rotation_gap.sh 2>&1 | grep 'largest gap between' || true)
+  most=$(echo "$line" | sed -n 's/.*database: \([0-9]*\) ms.*/\1/p')
+  bound=$(echo "$line" | sed -n 's/.* = \([0-9]*\) ms;.*/\1/p')
+  mean=$(echo "$line" | sed -n 's/.*mean \([0-9]*\) ms.*/\1/p')
+  result "largest gap between passes, 100 dbs, 4 workers (ms)" "${most:-?}" "${bound:-?}" "$(ratio "${most:-0}" "${bound:-1}")" "<= frequency x ceil(100 / 4)"
+  result "  mean interval between passes of a database (ms)" "${mean:-?}" "500" "" "(information: frequency 500 ms)"
 fi
 
 # Batch sizing: the worker's drain of the same expired rows with fixed batches (batch_time = 0)

@@ -791,3 +791,15 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_throttle_wrapper';
 -- (end of the Replicas block)
+
+-- ttl_stats_store(): the statistics store's entries in use, its size (jsonb_ttl.max_tables) and the
+-- records it refused for want of room (issue 24).
+CREATE FUNCTION @extschema@."ttl_stats_store"() RETURNS TABLE (
+	"entries" bigint,  /* i64 */
+	"max_tables" bigint,  /* i64 */
+	"refused" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_stats_store_wrapper';

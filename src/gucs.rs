@@ -118,6 +118,7 @@ pub fn register() {
     register_brake();
     register_workers();
     register_replicas();
+    register_tables();
 }
 
 /// The pass: whether the worker deletes, how often, and how many rows a pass may remove.
@@ -325,4 +326,27 @@ pub fn with_settings<R>(settings: &[(&std::ffi::CStr, &str)], f: impl FnOnce() -
     let result = f();
     unsafe { pgrx::pg_sys::AtEOXact_GUC(false, level) };
     result
+}
+
+/// `jsonb_ttl.max_tables`: the TTL tables (a per-row TTL table counts twice, a Citus table
+/// once) whose statistics shared memory holds, server-wide: one `ttl_stats` entry each, about
+/// 400 bytes (see [`crate::stats::bytes_per_entry`]). Read once at server start (a restart
+/// applies a change). Default 20,000 (8.1 MB): a server of 10,000 TTL tables with room to
+/// spare. When it is full, tables beyond it have no `ttl_stats` row (the log says so once and
+/// `ttl_stats_store().refused` counts), and nothing else changes: the worker purges them.
+pub static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(20_000);
+
+/// `jsonb_ttl.max_tables` (a postmaster setting: the statistics' shared memory is sized from
+/// it).
+fn register_tables() {
+    GucRegistry::define_int_guc(
+        c"jsonb_ttl.max_tables",
+        c"TTL tables whose statistics jsonb_ttl keeps, server-wide.",
+        c"Sizes the shared memory of ttl_stats at server start: one entry a TTL table.",
+        &MAX_TABLES,
+        100,
+        10_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
 }

@@ -137,6 +137,10 @@ impl Launcher {
             .retain(|db| databases.contains(&db) && !without_extension.contains_key(&db));
         if due {
             self.last_probe = Some(Instant::now());
+            // the statistics of databases gone (dropped, or closed) go too
+            crate::stats::forget_databases_except(
+                &databases.iter().map(|db| db.to_u32()).collect(),
+            );
             for db in databases {
                 if !self.without_extension.contains_key(&db) && !self.wanted.contains_key(&db) {
                     self.queue.join(db);

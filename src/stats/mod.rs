@@ -7,17 +7,16 @@
 //! functions that read it.
 
 mod sql;
+mod store;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::shmem::PGRXSharedMemory;
-use pgrx::{PgAtomic, PgLwLock};
+use pgrx::PgAtomic;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
+pub use store::bytes_per_entry;
 
-/// TTL indexes tracked at once, server-wide; beyond it the least recently run entry is reused.
-pub const MAX_ENTRIES: usize = 2048;
 const ERROR_LEN: usize = 256;
 
 #[derive(Copy, Clone)]
@@ -31,7 +30,8 @@ pub struct Entry {
     rows_deleted: u64,
     /// TimestampTz of the last run, 0 when none.
     last_run_at: i64,
-    /// TimestampTz of the last update of any kind: which entry to reuse when all are taken.
+    /// TimestampTz of the last update of any kind: which entry a table being set aside takes
+    /// when all are taken.
     touched_at: i64,
     last_rows_deleted: u64,
     limit_reached: u64,
@@ -92,18 +92,6 @@ pub const OWN_TTL: u8 = 1;
 /// The most expired rows counted for `ttl_stats.backlog` after a visit cut short by a limit.
 pub const BACKLOG_COUNT_LIMIT: i64 = 100_000;
 
-#[derive(Copy, Clone)]
-pub struct Entries([Entry; MAX_ENTRIES]);
-
-impl Default for Entries {
-    fn default() -> Self {
-        Entries([Entry::EMPTY; MAX_ENTRIES])
-    }
-}
-
-unsafe impl PGRXSharedMemory for Entries {}
-
-static ENTRIES: PgLwLock<Entries> = unsafe { PgLwLock::new(c"jsonb_ttl_stats") };
 static TOTAL_RUNS: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_runs") };
 static TOTAL_ROWS: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_rows") };
 static TOTAL_LIMIT: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_limit") };
@@ -113,7 +101,7 @@ static LAST_PASS_US: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"jsonb_ttl_pa
 
 /// Requests the shared memory; from `_PG_init` while preloading.
 pub fn init() {
-    pgrx::pg_shmem_init!(ENTRIES);
+    store::init();
     pgrx::pg_shmem_init!(TOTAL_RUNS);
     pgrx::pg_shmem_init!(TOTAL_ROWS);
     pgrx::pg_shmem_init!(TOTAL_LIMIT);
@@ -205,7 +193,7 @@ pub fn set_aside(
     grace_ms: i64,
 ) -> Duration {
     let mut backoff = Duration::ZERO;
-    update_entry_in(dboid.to_u32(), table, WHOLE, |entry| {
+    update_entry_in(dboid.to_u32(), table, WHOLE, true, |entry| {
         entry.strikes += 1;
         entry.set_aside_owner = owner.to_u32();
         let base = Duration::from_millis(frequency_ms.max(60_000) as u64);
@@ -231,6 +219,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 
 /// The tables of the current database set aside now, and the owners whose tables are (see
 /// [`set_aside`]): read once a pass.
+#[derive(Default)]
 pub struct SetAside {
     tables: HashSet<u32>,
     owners: HashSet<u32>,
@@ -240,19 +229,18 @@ impl SetAside {
     pub fn now() -> SetAside {
         let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
         let now = unsafe { pg_sys::GetCurrentTimestamp() };
-        let mut aside = SetAside {
-            tables: HashSet::new(),
-            owners: HashSet::new(),
-        };
-        for e in ENTRIES.share().0.iter() {
-            if e.dboid == dboid && e.set_aside_until > now {
-                aside.tables.insert(e.reloid);
-                if e.set_aside_owner != 0 {
-                    aside.owners.insert(e.set_aside_owner);
+        store::read(|store| {
+            let mut aside = SetAside::default();
+            for e in store.entries() {
+                if e.dboid == dboid && e.set_aside_until > now {
+                    aside.tables.insert(e.reloid);
+                    if e.set_aside_owner != 0 {
+                        aside.owners.insert(e.set_aside_owner);
+                    }
                 }
             }
-        }
-        aside
+            aside
+        })
     }
 
     /// Whether `table`, owned by `owner`, is set aside: itself, or another table of its owner.
@@ -265,13 +253,44 @@ impl SetAside {
 /// this set, so it writes shared memory only when a table's lag appears, changes or goes.
 pub fn tables_with_oldest_expired() -> HashSet<(pg_sys::Oid, u8)> {
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    ENTRIES
-        .share()
-        .0
-        .iter()
-        .filter(|e| e.dboid == dboid && e.oldest_expired != 0)
-        .map(|e| (pg_sys::Oid::from(e.reloid), e.part))
-        .collect()
+    store::read(|store| {
+        store
+            .entries()
+            .iter()
+            .filter(|e| e.dboid == dboid && e.oldest_expired != 0)
+            .map(|e| (pg_sys::Oid::from(e.reloid), e.part))
+            .collect()
+    })
+}
+
+/// Forgets the entries of the current database whose (table, part) is not in `keep` (the
+/// targets of this pass: the others were dropped, or lost their TTL index), but those of tables
+/// set aside now, whose back-off must outlive them. From the worker, once a pass, so that
+/// entries of gone tables do not fill the store; returns how many went.
+pub fn forget_tables_except(keep: &HashSet<(pg_sys::Oid, u8)>) -> usize {
+    let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let gone = |e: &Entry| {
+        e.dboid == dboid
+            && e.set_aside_until <= now
+            && !keep.contains(&(pg_sys::Oid::from(e.reloid), e.part))
+    };
+    // a shared look first: most passes forget nothing
+    if !store::read(|store| store.entries().iter().any(gone)) {
+        return 0;
+    }
+    store::write(|store| store.retain(|e| !gone(e)))
+}
+
+/// Forgets the entries of every database not in `databases` (dropped ones), but those of tables
+/// set aside now; from the launcher, which lists them.
+pub fn forget_databases_except(databases: &HashSet<u32>) -> usize {
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let gone = |e: &Entry| !databases.contains(&e.dboid) && e.set_aside_until <= now;
+    if !store::read(|store| store.entries().iter().any(gone)) {
+        return 0;
+    }
+    store::write(|store| store.retain(|e| !gone(e)))
 }
 
 /// Records how many rows of `table` the worker holds set aside now (see
@@ -280,44 +299,61 @@ pub fn record_undeletable(table: pg_sys::Oid, rows: u64) {
     update_entry(table, WHOLE, |entry| entry.rows_undeletable = rows);
 }
 
-/// Applies `update` to the entry of `table` in the current database, taking a free entry, or
-/// the one updated least recently, when it has none.
+/// Applies `update` to the entry of `table` in the current database, made when it has none.
+/// When the store is full (`jsonb_ttl.max_tables` entries), the update is dropped and counted
+/// (`ttl_stats_store().refused`), and the log says so once.
 fn update_entry(table: pg_sys::Oid, part: u8, update: impl FnOnce(&mut Entry)) {
     update_entry_in(
         unsafe { pg_sys::MyDatabaseId }.to_u32(),
         table,
         part,
+        false,
         update,
     )
 }
 
-/// [`update_entry`] in database `dboid`.
-fn update_entry_in(dboid: u32, table: pg_sys::Oid, part: u8, update: impl FnOnce(&mut Entry)) {
+/// [`update_entry`] in database `dboid`; `evict`: when the store is full, take the entry
+/// updated least recently (never one whose table is set aside): a table being set aside must
+/// be recorded, or its worker would be held again and again.
+fn update_entry_in(
+    dboid: u32,
+    table: pg_sys::Oid,
+    part: u8,
+    evict: bool,
+    update: impl FnOnce(&mut Entry),
+) {
     let reloid = table.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    let mut entries = ENTRIES.exclusive();
-    let index = entries
-        .0
-        .iter()
-        .position(|e| e.dboid == dboid && e.reloid == reloid && e.part == part)
-        .or_else(|| entries.0.iter().position(|e| e.dboid == 0))
-        .unwrap_or_else(|| {
-            // the least recently updated, never one whose table is set aside (its back-off
-            // would be forgotten)
-            let now = unsafe { pg_sys::GetCurrentTimestamp() };
-            (0..MAX_ENTRIES)
-                .min_by_key(|&i| (entries.0[i].set_aside_until > now, entries.0[i].touched_at))
-                .unwrap_or(0)
-        });
-    let entry = &mut entries.0[index];
-    if entry.dboid != dboid || entry.reloid != reloid || entry.part != part {
-        *entry = Entry::EMPTY;
-        entry.dboid = dboid;
-        entry.reloid = reloid;
-        entry.part = part;
+    let (first_refusal, capacity) = store::write(|store| {
+        if evict && store.is_full() && store.find(dboid, reloid, part).is_none() {
+            if let Some(oldest) = store.least_recent(now) {
+                store.evict(oldest);
+            }
+        }
+        let capacity = store.capacity();
+        match store.entry(dboid, reloid, part) {
+            store::Found::Entry(entry) => {
+                entry.touched_at = now;
+                update(entry);
+                (false, capacity)
+            }
+            store::Found::Full { first } => (first, capacity),
+        }
+    });
+    if first_refusal {
+        log!(
+            "jsonb_ttl: the statistics are full (jsonb_ttl.max_tables = {capacity} TTL tables and \
+             parts, server-wide): tables beyond them have no ttl_stats row \
+             (ttl_stats_store().refused counts what was not recorded); raise \
+             jsonb_ttl.max_tables (a restart)"
+        );
     }
-    entry.touched_at = now;
-    update(entry);
+}
+
+/// How many entries are in use, and how many records found no room since the start or the
+/// last reset.
+pub fn store_usage() -> (usize, u64) {
+    store::read(|store| (store.entries().len(), store.refused()))
 }
 
 /// Records one pass of one database's worker in the server totals (its rows were counted batch
@@ -338,10 +374,11 @@ pub fn record_pass(limit_reached: bool, took: Duration) {
 /// Clears every statistic of every database and the server totals, but what the worker must
 /// go on skipping (see [`set_aside`]).
 fn reset() {
-    for entry in ENTRIES.exclusive().0.iter_mut() {
+    store::write(|store| {
         // what the worker must go on skipping stays
-        *entry = match entry.strikes > 0 {
-            true => Entry {
+        store.retain(|entry| entry.strikes > 0);
+        for entry in store.entries_mut() {
+            *entry = Entry {
                 dboid: entry.dboid,
                 reloid: entry.reloid,
                 part: entry.part,
@@ -349,10 +386,10 @@ fn reset() {
                 strikes: entry.strikes,
                 set_aside_owner: entry.set_aside_owner,
                 ..Entry::EMPTY
-            },
-            false => Entry::EMPTY,
-        };
-    }
+            };
+        }
+        store.reset_refused();
+    });
     TOTAL_RUNS.get().store(0, Ordering::Relaxed);
     TOTAL_ROWS.get().store(0, Ordering::Relaxed);
     TOTAL_LIMIT.get().store(0, Ordering::Relaxed);

@@ -3,7 +3,7 @@
 //! and the symbols an older version's SQL still calls. Who may read an error message or a lag
 //! is decided here.
 
-use super::{Entry, ENTRIES, LAST_PASS_AT, LAST_PASS_US, TOTAL_LIMIT, TOTAL_ROWS, TOTAL_RUNS};
+use super::{store, Entry, LAST_PASS_AT, LAST_PASS_US, TOTAL_LIMIT, TOTAL_ROWS, TOTAL_RUNS};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::sync::atomic::Ordering;
@@ -47,13 +47,14 @@ fn visible_entries_of(table: Option<pg_sys::Oid>) -> Vec<StatsRow> {
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    let entries: Vec<Entry> = ENTRIES
-        .share()
-        .0
-        .iter()
-        .filter(|e| e.dboid == dboid && table.is_none_or(|t| t.to_u32() == e.reloid))
-        .copied()
-        .collect();
+    let entries: Vec<Entry> = store::read(|store| {
+        store
+            .entries()
+            .iter()
+            .filter(|e| e.dboid == dboid && table.is_none_or(|t| t.to_u32() == e.reloid))
+            .copied()
+            .collect()
+    });
     let user = unsafe { pg_sys::GetUserId() };
     let reads_all = unsafe {
         pg_sys::has_privs_of_role(user, pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS))
@@ -368,13 +369,14 @@ fn ttl_undeletable(
         return TableIterator::new(Vec::new());
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let rows: Vec<_> = ENTRIES
-        .share()
-        .0
-        .iter()
-        .filter(|e| e.dboid == dboid && e.rows_undeletable > 0)
-        .map(|e| (pg_sys::Oid::from(e.reloid), e.rows_undeletable as i64))
-        .collect();
+    let rows: Vec<_> = store::read(|store| {
+        store
+            .entries()
+            .iter()
+            .filter(|e| e.dboid == dboid && e.rows_undeletable > 0)
+            .map(|e| (pg_sys::Oid::from(e.reloid), e.rows_undeletable as i64))
+            .collect()
+    });
     TableIterator::new(rows)
 }
 
@@ -392,16 +394,49 @@ fn ttl_statistics() -> TableIterator<
         name!(last_pass_ms, f64),
     ),
 > {
+    let (runs, rows, limit, at, ms, _, _) = totals();
+    TableIterator::once((runs, rows, limit, at, ms))
+}
+
+/// The statistics store (see [`super`]): its entries in use, server-wide; how many it holds
+/// (`jsonb_ttl.max_tables`); and the records it refused since the start or the last reset
+/// because every entry was taken (not 0: tables go without a `ttl_stats` row; raise the
+/// setting). A function of its own, so that `ttl_statistics()` keeps 0.2.0's shape (views built
+/// on it do not block the update).
+#[pg_extern(volatile, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_stats_store() -> TableIterator<
+    'static,
+    (
+        name!(entries, i64),
+        name!(max_tables, i64),
+        name!(refused, i64),
+    ),
+> {
+    let (.., entries, refused) = totals();
+    let max_tables = match crate::preload::preloaded() {
+        true => crate::gucs::MAX_TABLES.get() as i64,
+        false => 0,
+    };
+    TableIterator::once((entries, max_tables, refused))
+}
+
+type Totals = (i64, i64, i64, Option<TimestampWithTimeZone>, f64, i64, i64);
+
+fn totals() -> Totals {
     if !crate::preload::preloaded() {
-        return TableIterator::once((0, 0, 0, None, 0.0));
+        return (0, 0, 0, None, 0.0, 0, 0);
     }
-    TableIterator::once((
+    let (entries, refused) = super::store_usage();
+    (
         TOTAL_RUNS.get().load(Ordering::Relaxed) as i64,
         TOTAL_ROWS.get().load(Ordering::Relaxed) as i64,
         TOTAL_LIMIT.get().load(Ordering::Relaxed) as i64,
         timestamptz(LAST_PASS_AT.get().load(Ordering::Relaxed)),
         LAST_PASS_US.get().load(Ordering::Relaxed) as f64 / 1000.0,
-    ))
+        entries as i64,
+        refused as i64,
+    )
 }
 
 /// Clears every statistic of every database and the server totals.

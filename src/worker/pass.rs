@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 impl Worker {
     pub(super) fn pass(&mut self, ext: &Extension) {
+        // the whole pass, its read of the catalog included (ttl_statistics().last_pass_ms)
+        let started = Instant::now();
         let Some(indexes) = self.load_targets(ext) else {
             return;
         };
@@ -28,7 +30,13 @@ impl Worker {
             log!("jsonb_ttl: cannot hand the TTL indexes of distributed tables on: {e}");
         }
         self.paused_roots.clear();
-        let started = Instant::now();
+        // the statistics of tables no longer among the targets go (dropped, or their TTL
+        // index dropped): the store holds jsonb_ttl.max_tables entries, not a history
+        let recorded: HashSet<(Oid, u8)> = indexes
+            .iter()
+            .map(|i| (i.stats_table(), i.stats_part()))
+            .collect();
+        stats::forget_tables_except(&recorded);
         let indexes = self.drop_expired_partitions(ext, indexes);
         self.begin(ext, &indexes);
         let aside = stats::SetAside::now();
@@ -64,20 +72,19 @@ impl Worker {
         }
     }
 
-    /// Forgets what the worker keeps for tables that are no longer among `indexes`, and readies
-    /// the batch frame for this pass.
+    /// Forgets what the worker keeps for tables that are no longer among `indexes` (their
+    /// statistics too), and readies the batch frame for this pass.
     fn begin(&mut self, ext: &Extension, indexes: &[TtlIndex]) {
-        self.undeletable
-            .retain(|table| indexes.iter().any(|i| i.table == table));
+        // sets: with 10,000 tables a scan of `indexes` per kept item would cost 10^8 steps
+        let tables: HashSet<Oid> = indexes.iter().map(|i| i.table).collect();
+        self.undeletable.retain(|table| tables.contains(&table));
         self.frame.begin_pass(ext);
         self.statements
-            .retain(|((table, _), _), _| indexes.iter().any(|i| i.table == *table));
-        self.probes
-            .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
-        self.batch_rows
-            .retain(|table, _| indexes.iter().any(|i| i.table == *table));
+            .retain(|((table, _), _), _| tables.contains(table));
+        self.probes.retain(|(table, _), _| tables.contains(table));
+        self.batch_rows.retain(|table, _| tables.contains(table));
         self.brake_checked
-            .retain(|(table, _), _| indexes.iter().any(|i| i.table == *table));
+            .retain(|(table, _), _| tables.contains(table));
     }
 
     /// Visits every table of `indexes` once, starting at `next_start`, until the server-wide
@@ -169,13 +176,14 @@ impl Worker {
         indexes
     }
 
-    /// Which of `indexes` have an expired row now, probed in one transaction through their TTL
-    /// indexes, so an idle pass costs one transaction, not one per table. Each probe runs as
+    /// Which of `indexes` have an expired row now, probed through their TTL indexes in one
+    /// transaction per [`PROBE_CHUNK`] tables, so an idle pass costs a few transactions, not one
+    /// per table. Each probe runs as
     /// its table's owner (row security policies forced on the owner are the owner's code), read
     /// once the table is locked, within `jsonb_ttl.batch_timeout` and its deadline (see
     /// [`crate::deadline`]). A table whose lock is not free at once counts as expired (its
-    /// batch waits lock_timeout at most); when the probe fails (a table's probe outlasted
-    /// `jsonb_ttl.batch_timeout`), every table does.
+    /// batch waits lock_timeout at most); when a chunk's probe fails (a table's probe outlasted
+    /// `jsonb_ttl.batch_timeout`), every table of that chunk does.
     fn probe(&mut self, ext: &Extension, indexes: &[TtlIndex], set_aside: &[bool]) -> Vec<bool> {
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
@@ -188,23 +196,39 @@ impl Worker {
             timeout_ms: gucs::BATCH_TIMEOUT_MS.get(),
             started: Instant::now(),
         };
-        let probed = in_transaction(|| {
-            gucs::with_settings(&settings, || {
-                indexes
-                    .iter()
-                    .zip(set_aside)
-                    .map(|(index, &set_aside)| probing.table(index, set_aside))
-                    .collect()
-            })
-        });
-        owner::release_session_state();
-        probed.unwrap_or_else(|e| {
-            debug1!("jsonb_ttl: probe failed, visiting every table: {e}");
-            self.probes.clear();
-            vec![true; indexes.len()]
-        })
+        let mut expired = Vec::with_capacity(indexes.len());
+        for (tables, aside) in indexes
+            .chunks(PROBE_CHUNK)
+            .zip(set_aside.chunks(PROBE_CHUNK))
+        {
+            let probed = in_transaction(|| {
+                gucs::with_settings(&settings, || {
+                    tables
+                        .iter()
+                        .zip(aside)
+                        .map(|(index, &set_aside)| probing.table(index, set_aside))
+                        .collect::<Vec<bool>>()
+                })
+            });
+            owner::release_session_state();
+            match probed {
+                Ok(probed) => expired.extend(probed),
+                Err(e) => {
+                    debug1!("jsonb_ttl: probe failed, visiting its tables: {e}");
+                    probing.probes.clear();
+                    expired.extend(std::iter::repeat_n(true, tables.len()));
+                }
+            }
+        }
+        expired
     }
 }
+
+/// Tables probed in one transaction: each holds a lock on its table and its TTL index until
+/// the transaction ends, and the server's lock table has room for about
+/// `max_locks_per_transaction` (64) × `max_connections` (100) of them: 10,000 tables in one
+/// transaction would fail with "out of shared memory". A transaction per chunk costs little.
+const PROBE_CHUNK: usize = 500;
 
 /// Reads the targets of a pass in the current transaction: the TTL catalog's, after recording
 /// the indexes of the tables whose records are stale (see [`tracking::stale_records`]); `None`
