@@ -25,8 +25,12 @@ plugins=()
 if "$PGBIN/postgres" --describe-config 2>/dev/null | grep '^output_plugin_libraries' >/dev/null; then
   plugins=("output_plugin_libraries = 'pgoutput, test_decoding, wal2json'")
 fi
+# (synchronous_commit on for the worker's batches: logical decoding reads only flushed WAL, and
+# each check reads its slot as soon as the rows are gone; off, the default, a batch's commit
+# may wait up to wal_writer_delay for its flush)
 start_cluster e2e-streams 28890 "wal_level = logical" "max_replication_slots = 10" \
-  "max_wal_senders = 10" "jsonb_ttl.frequency = 200" "jsonb_ttl.batch_size = 4" "${plugins[@]}"
+  "max_wal_senders = 10" "jsonb_ttl.frequency = 200" "jsonb_ttl.batch_size = 4" \
+  "jsonb_ttl.synchronous_commit = on" "${plugins[@]}"
 PUB_PORT=$PORT
 PKGLIB=$("$PG_CONFIG" --pkglibdir)
 
