@@ -337,8 +337,14 @@ pub fn with_settings<R>(settings: &[(&std::ffi::CStr, &str)], f: impl FnOnce() -
 pub static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(20_000);
 
 /// `jsonb_ttl.max_tables` (a postmaster setting: the statistics' shared memory is sized from
-/// it).
+/// it). Defined only while the library is preloaded: PostgreSQL refuses a postmaster setting
+/// defined later (`LOAD 'jsonb_ttl'`, or a backend loading the library for its SQL functions
+/// without the preload: "cannot create PGC_POSTMASTER variables after startup"), and without
+/// the preload there is no store to size.
 fn register_tables() {
+    if !unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        return;
+    }
     GucRegistry::define_int_guc(
         c"jsonb_ttl.max_tables",
         c"TTL tables whose statistics jsonb_ttl keeps, server-wide.",
