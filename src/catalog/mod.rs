@@ -143,44 +143,43 @@ const IN_WINDOW_SQL: &str = "(SELECT CASE WHEN w.s IS NULL OR w.e IS NULL THEN t
                 pg_catalog.timezone(coalesce(tj.j OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
                                              'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS l) w)";
 
-/// The query of [`load`] (`$1`: the table, or NULL for all): one row per target of `scope`,
-/// in the columns [`from_row`] reads. The catalog row is read as jsonb (`tj.j`: the columns a
-/// catalog from an older version may lack) once per row, behind `OFFSET 0` so the planner does
-/// not copy the call into each use: 25 calls a row were most of an idle pass over 10,000 tables.
-fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
-    let target = match scope {
+/// Whether the table of catalog row `t` is neither partitioned nor a parent: its own one
+/// target, without a call of `_ttl_targets` (SQL with a SET clause, so never inlined: ~10 µs a
+/// call, most of the catalog read at 10,000 TTL tables); the same rows either way.
+const PLAIN_TABLE_SQL: &str = "EXISTS (SELECT FROM pg_catalog.pg_class k \
+     WHERE k.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+       AND k.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog.\"char\" \
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits h \
+                       WHERE h.inhparent OPERATOR(pg_catalog.=) k.oid))";
+
+/// The targets of catalog row `t` under `scope` (a lateral subquery of `relid`, `shardid`).
+fn targets_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
+    match scope {
         Scope::Entries => {
             "(SELECT t.table_oid::pg_catalog.oid AS relid, NULL::pg_catalog.int8 AS shardid)"
                 .to_string()
         }
         Scope::Targets if citus => crate::citus::targets_sql(&ext.internal()),
-        // A table that is neither partitioned nor a parent is its own one target, without a
-        // call of _ttl_targets (SQL with a SET clause, so never inlined: ~10 µs a call, most
-        // of the catalog read at 10,000 TTL tables); the same rows either way.
         Scope::Targets => format!(
             "(SELECT t.table_oid::pg_catalog.oid AS relid, NULL::pg_catalog.int8 AS shardid \
-              WHERE EXISTS (SELECT FROM pg_catalog.pg_class k \
-                            WHERE k.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
-                              AND k.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog.\"char\" \
-                              AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits h \
-                                              WHERE h.inhparent OPERATOR(pg_catalog.=) k.oid)) \
+              WHERE {PLAIN_TABLE_SQL} \
               UNION ALL \
               SELECT relid::pg_catalog.oid, NULL::pg_catalog.int8 \
               FROM {}._ttl_targets(t.table_oid) relid \
-              WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class k \
-                                WHERE k.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
-                                  AND k.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog.\"char\" \
-                                  AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits h \
-                                                  WHERE h.inhparent OPERATOR(pg_catalog.=) k.oid)))",
+              WHERE NOT {PLAIN_TABLE_SQL})",
             ext.internal()
         ),
-    };
+    }
+}
+
+/// The columns of the load query, in the order [`from_row`] reads them (`tj.j`: the catalog
+/// row as jsonb, built once a row: a column a catalog of an older version has not is NULL).
+fn columns_sql() -> String {
     let ready = index_ready_sql("t.index_name::pg_catalog.text");
-    let in_window = IN_WINDOW_SQL;
     let row_ready =
         index_ready_sql("tj.j OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text");
     format!(
-        "SELECT l.relid, \
+        "l.relid, \
                 pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
                   OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text), \
                 l.relid::pg_catalog.regclass::pg_catalog.text, c.relowner, \
@@ -214,13 +213,23 @@ fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
                 {row_ready}, \
                 tj.j OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text, \
                 l.shardid, \
-                {in_window}, \
+                {IN_WINDOW_SQL}, \
                 (tj.j OPERATOR(pg_catalog.->>) 'batch_size'::pg_catalog.text)::pg_catalog.int8, \
                 (tj.j OPERATOR(pg_catalog.->>) 'max_removes_per_second'::pg_catalog.text)::pg_catalog.int8, \
                 coalesce((tj.j OPERATOR(pg_catalog.->>) 'replication_origin'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
                 coalesce((tj.j OPERATOR(pg_catalog.->>) 'logical_message'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false) \
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false)"
+    )
+}
+
+/// The query of [`load`] (`$1`: the table, or NULL for all): one row per target of `scope`,
+/// in the columns [`from_row`] reads.
+fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
+    let target = targets_sql(ext, scope, citus);
+    let columns = columns_sql();
+    format!(
+        "SELECT {columns} \
          FROM {ext}.ttl_index t \
          CROSS JOIN LATERAL (SELECT pg_catalog.to_jsonb(t) AS j OFFSET 0) tj \
          CROSS JOIN LATERAL {target} l \

@@ -4,6 +4,7 @@
 //! kept across passes; a failed batch split into parts. Also `_ttl_worker_batch`, one batch
 //! for the isolation tests.
 
+use super::frame::Frame;
 use super::Worker;
 use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};
@@ -17,7 +18,7 @@ use crate::{gucs, owner};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A statement prepared once and kept across transactions, with the SQL it was prepared from
 /// (a rename changes the SQL and the statement is prepared again).
@@ -196,106 +197,6 @@ fn run_statements(
         deleter::run_batch(client, delete, pick_count, expire_after, limit, set_aside)
     })
     .unwrap_or_else(|e| error!("delete failed: {e}"))
-}
-
-/// What the batches of a pass keep between them: the prepared catalog lookup of a table's
-/// current expire_after, and each owner's settings (read once per pass: an `ALTER ROLE … SET`
-/// takes effect at the next pass).
-#[derive(Default)]
-pub(super) struct Frame {
-    lookups: HashMap<Oid, Prepared>,
-    lookup_sql: String,
-    /// The tables whose batches met a row another transaction holds in this pass: their
-    /// batches pick with `FOR UPDATE SKIP LOCKED` until the pass ends (see [`Worker::batch`]).
-    pub(super) row_locked: HashSet<(Oid, catalog::Part)>,
-    /// Also what the probe of a pass runs under (see [`Worker::probe`]).
-    pub(super) role_settings: HashMap<Oid, owner::RoleSettings>,
-}
-
-impl Frame {
-    /// Ready for a pass in the database whose extension lives in `ext`.
-    pub(super) fn begin_pass(&mut self, ext: &Extension) {
-        self.role_settings.clear();
-        self.row_locked.clear();
-        self.lookup_sql = format!(
-            "SELECT expire_after FROM {ext}.ttl_index \
-             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
-        );
-    }
-
-    /// The steps of one batch of `index` inside its transaction: expire_after read again (see
-    /// [`Frame::expire_after`]); the table locked within
-    /// `jsonb_ttl.lock_timeout`, then its current names and owner read (an ALTER TABLE … OWNER
-    /// TO or a rename since the pass began shows at once); every deferrable check made
-    /// immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
-    /// deferred check cannot be queued in the security-restricted operation a batch runs in,
-    /// see [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
-    /// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
-    /// their planner pins while they are planned, see [`crate::planner`]). `None` when the TTL
-    /// index or the table no longer exists.
-    fn run<R>(
-        &mut self,
-        index: &TtlIndex,
-        f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
-    ) -> Option<R> {
-        let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
-        let settings = deleter::batch_settings(&lock_timeout);
-        let expire_after = self.expire_after(index)?;
-        gucs::with_settings(&settings, || {
-            // The DELETE's own lock, taken first (within lock_timeout).
-            unsafe {
-                pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
-            };
-            // A partition dropped or detached since the pass began: nothing to purge.
-            let current = catalog::with_current_names(index)?;
-            if let Some(shard) = index.shard {
-                if !crate::citus::holds_placement(shard) {
-                    return None; // moved to another node since the pass began
-                }
-            } else if index.table != index.root
-                && !catalog::is_partition_of(index.table, index.root)
-            {
-                return None; // detached since the pass began: no longer this TTL index's
-            }
-            let owner = owner::table_owner(index.table)?;
-            deleter::check_all_now();
-            let owner_settings = self
-                .role_settings
-                .entry(owner)
-                .or_insert_with(|| owner::role_settings(owner));
-            Some(owner::as_table_owner_with(
-                owner,
-                owner_settings,
-                &settings,
-                || f(&current, expire_after),
-            ))
-        })
-    }
-
-    /// `index`'s expire_after, read again from the catalog (so ttl_index_alter and
-    /// ttl_index_drop take effect mid-pass; 0 for the rows with a TTL of their own, see
-    /// [`crate::row_ttl`]); `None` when the TTL index is gone.
-    fn expire_after(&mut self, index: &TtlIndex) -> Option<pgrx::datum::Interval> {
-        let lookup = prepared(
-            &mut self.lookups,
-            pg_sys::InvalidOid,
-            &self.lookup_sql,
-            &[pgrx::PgBuiltInOids::OIDOID],
-        );
-        let expire_after = Spi::connect(|client| {
-            let rows = client.select(lookup, Some(1), &[index.root.into()])?;
-            match rows.is_empty() {
-                true => Ok(None), // dropped since the pass began
-                false => rows.first().get_one::<pgrx::datum::Interval>(),
-            }
-        })
-        .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
-        // the rows with a TTL of their own are keyed on their expiry: no expire_after
-        Some(match index.part {
-            catalog::Part::OwnTtl => pgrx::datum::Interval::from_micros(0),
-            _ => expire_after,
-        })
-    }
 }
 
 /// Runs `f` as one batch of `index` ([`Frame::run`]) in its own transaction, within

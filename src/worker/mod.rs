@@ -13,6 +13,7 @@
 //! time limits and owner) and its statements.
 
 mod batch;
+mod frame;
 mod pass;
 mod visit;
 
@@ -23,7 +24,8 @@ use crate::extension::Extension;
 use crate::txn::in_transaction;
 use crate::undeletable::Undeletable;
 use crate::{citus_sync, gucs, registry, stats};
-use batch::{Frame, Prepared};
+use batch::Prepared;
+use frame::Frame;
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
