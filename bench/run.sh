@@ -6,7 +6,7 @@
 #     --scale F   multiplies every data size (default 1: 1M rows, ~20 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
 #     --only      a comma-separated subset of: parser,purge,insert,options,partitions,lag,impact,
-#                 growth,idle,rotation,batch,citus
+#                 growth,idle,rotation,batch,citus,steady
 # Environment: PG_CONFIG (the server to run, default PostgreSQL 15's), BENCH_NAME and
 # BENCH_PORT (the cluster's name and port, default bench and 28817: move them when another
 # checkout benchmarks on the same machine), BENCH_PURGE_BATCHES (the fixed batch sizes of the
@@ -20,7 +20,7 @@ PORT=${BENCH_PORT:-28817}
 PURGE_BATCHES=${BENCH_PURGE_BATCHES:-1000 10000}
 SCALE=1
 REPEAT=5
-ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus
+ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus,steady
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -464,6 +464,15 @@ fi
 if wanted citus; then
   echo
   bench/citus.sh --scale "$SCALE"
+fi
+
+# Steady state (issue 24): 10,000 rows/s into a table of ~1M live rows, each side in its own
+# run on its own cluster: jsonb_ttl (JSON path at 10 s and 1 s, timestamptz column,
+# drop_partitions) against pg_cron's DELETE every minute, the same DELETE from a loop every 10 s
+# and every 1 s, and pg_partman's retention (bench/steady.sh: the exact SQL of each side).
+if wanted steady; then
+  echo
+  bench/steady.sh
 fi
 
 echo

@@ -6,7 +6,8 @@
 //! table in one pass.
 //!
 //! Before the first batch of a visit the worker counts the expired rows through the TTL index,
-//! as the table's owner, stopping one past the limit (so a steady table costs the few rows it
+//! as the table's owner (a partition's: all the partitions of its partitioned table, against
+//! all their rows, once a pass — see [`partitioned_root`]), stopping one past the limit (so a steady table costs the few rows it
 //! has expired, a table over the limit the limit); a backlog that passed is not counted again
 //! until a visit drains it or its `expire_after` changes, and a count that outlasts `jsonb_ttl.batch_timeout` pauses the index
 //! too, saying why. Tables smaller than
@@ -92,21 +93,48 @@ fn live_rows(table: Oid) -> f64 {
 /// Counts the expired rows of `index`'s table through the TTL index, up to `$2` (parameters:
 /// `$1 interval` expire_after, `$2 bigint` the most to count).
 pub fn count_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
+    count_sql_in(ext, index, &format!("ONLY {}", index.qualified_table))
+}
+
+/// [`count_sql`] over `relation` (SQL text: a partitioned table counts in all its partitions).
+pub fn count_sql_in(ext: &Extension, index: &TtlIndex, relation: &str) -> Result<String, String> {
     let reference = index.reference(ext)?;
     Ok(format!(
-        "{MARKER}SELECT pg_catalog.count(*) FROM (SELECT FROM ONLY {} WHERE {} LIMIT $2) expired",
-        index.qualified_table,
+        "{MARKER}SELECT pg_catalog.count(*) FROM (SELECT FROM {relation} WHERE {} LIMIT $2) expired",
         index.expired(ext, &reference)
     ))
 }
 
-/// Why the brake stops a visit that found more than `limit` expired rows in a table of about
-/// `rows` rows.
-pub fn reason(index: &TtlIndex, limit: i64, rows: f64) -> String {
+/// For a partition of a partitioned table with the same owner, that table (schema-qualified,
+/// quoted): the brake measures a partition's visit against the whole table, counting the
+/// expired rows of all its partitions. A table partitioned by time has its oldest partitions
+/// wholly expired in its steady state, one after the other: measured alone, each would pause
+/// the TTL index. With another owner (whose table the partition's owner may not read, and
+/// whose code must not run as it), the partition alone, as a table of its own.
+pub fn partitioned_root(index: &TtlIndex) -> Option<String> {
+    if index.table == index.root {
+        return None;
+    }
+    // read-only (crate::read): no transaction ID
+    crate::read::one_checked::<String>(
+        "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
+                OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) \
+         FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND c.relkind OPERATOR(pg_catalog.=) 'p' \
+           AND c.relowner OPERATOR(pg_catalog.=) $2",
+        &[index.root.into(), index.owner.into()],
+    )
+    .ok()
+    .flatten()
+}
+
+/// Why the brake stops a visit that found more than `limit` expired rows in `table` (as shown)
+/// of about `rows` rows.
+pub fn reason(index: &TtlIndex, table: &str, limit: i64, rows: f64) -> String {
     format!(
-        "paused by the safety brake: more than {limit} of about {rows:.0} rows of {} were expired \
+        "paused by the safety brake: more than {limit} of about {rows:.0} rows of {table} were expired \
          at once (jsonb_ttl.max_table_fraction = {}); check expire_after and the clock, then {}",
-        index.display_name,
         gucs::MAX_TABLE_FRACTION.get(),
         resume_hint(index),
     )

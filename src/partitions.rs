@@ -85,21 +85,25 @@ pub struct Expired {
 /// counts them: `reltuples`, or for a leaf never analyzed the live rows the statistics have
 /// counted. Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
-    let partitions = list(index, None);
+    (list(index, None), leaf_rows(index.root))
+}
+
+/// About how many rows the partitioned table `root` has: its leaves' `reltuples`, or for a
+/// leaf never analyzed the live rows the statistics have counted. Reads catalogs only.
+pub fn leaf_rows(root: Oid) -> f64 {
     // read-only (crate::read): each pass of a table with drop_partitions would otherwise
     // assign a transaction ID, and write an empty commit record
-    let total = crate::read::one_checked::<f64>(
+    crate::read::one_checked::<f64>(
         "SELECT pg_catalog.sum(CASE WHEN t.reltuples OPERATOR(pg_catalog.>=) 0 THEN t.reltuples::pg_catalog.float8 \
                           ELSE pg_catalog.pg_stat_get_live_tuples(t.oid)::pg_catalog.float8 END) \
          FROM pg_catalog.pg_partition_tree($1) p \
          JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
          WHERE p.isleaf",
-        &[index.root.into()],
+        &[root.into()],
     )
     .ok()
     .flatten()
-    .unwrap_or(0.0);
-    (partitions, total)
+    .unwrap_or(0.0)
 }
 
 /// The expired direct partitions of `index`'s table, or only `only` if it still is one.

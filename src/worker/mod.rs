@@ -63,6 +63,10 @@ struct Worker {
     /// expire_after it was counted under (a changed one is counted again: the brake is there
     /// for a wrong expire_after most of all).
     brake_checked: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
+    /// Partitioned tables whose expired rows the safety brake counted in this pass, in all
+    /// their partitions, and let through, with the expire_after it counted under: their other
+    /// partitions are not counted again until the next pass.
+    brake_checked_roots: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
     /// Tables whose oldest expired time is recorded in the statistics (see
     /// [`stats::tables_with_oldest_expired`]).
     lagging: std::collections::HashSet<(Oid, u8)>,
@@ -187,6 +191,7 @@ impl Worker {
             waiting_for_restore: false,
             paused_roots: Default::default(),
             brake_checked: Default::default(),
+            brake_checked_roots: Default::default(),
             lagging: stats::tables_with_oldest_expired(),
             citus_sent: Default::default(),
             throttle: Default::default(),

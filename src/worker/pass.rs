@@ -85,6 +85,7 @@ impl Worker {
         self.batch_rows.retain(|table, _| tables.contains(table));
         self.brake_checked
             .retain(|(table, _), _| tables.contains(table));
+        self.brake_checked_roots.clear();
     }
 
     /// Visits every table of `indexes` once, starting at `next_start`, until the server-wide

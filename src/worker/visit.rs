@@ -12,7 +12,7 @@ use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
 use crate::txn::{in_transaction, Failure};
-use crate::{brake, budget, gucs, stats};
+use crate::{brake, budget, gucs, partitions, stats};
 use jsonb_ttl_core::batch_size;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -262,15 +262,20 @@ impl Worker {
         if !index.brake_available
             || index.brake_released
             || self.brake_checked.get(&index.target()) == Some(&interval_key(index.expire_after))
+            || self.brake_checked_roots.get(&(index.root, index.part))
+                == Some(&interval_key(index.expire_after))
         {
             return Brake::Go;
         }
         let counted = self.count_for_brake(ext, index);
         let reason = match counted {
-            Ok(Some(Some(reason))) => reason,
-            Ok(_) => {
-                self.brake_checked
-                    .insert(index.target(), interval_key(index.expire_after));
+            Ok(Some((Some(reason), _))) => reason,
+            Ok(counted) => {
+                let key = interval_key(index.expire_after);
+                match counted {
+                    Some((None, true)) => self.brake_checked_roots.insert((index.root, index.part), key),
+                    _ => self.brake_checked.insert(index.target(), key),
+                };
                 return Brake::Go;
             }
             Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
@@ -286,23 +291,41 @@ impl Worker {
     }
 
     /// The safety brake's count, in a batch frame: why the TTL index must pause, if it must
-    /// (`Ok(Some(None))`: it need not; `Ok(None)`: the table is gone).
+    /// (`Ok(Some((None, _)))`: it need not; `Ok(None)`: the table is gone), and whether it
+    /// counted a whole partitioned table.
     fn count_for_brake(
         &mut self,
         ext: &Extension,
         index: &TtlIndex,
-    ) -> Result<Option<Option<String>>, Failure> {
+    ) -> Result<Option<(Option<String>, bool)>, Failure> {
         in_batch_frame(&mut self.frame, index, |current, expire_after| {
-            let rows = brake::table_rows(current.table);
+            // a partition: the whole partitioned table (see brake::partitioned_root)
+            let root = brake::partitioned_root(current);
+            let whole = root.is_some();
+            let (rows, sql, table) = match root {
+                Some(root) => (
+                    partitions::leaf_rows(current.root),
+                    brake::count_sql_in(ext, current, &root),
+                    root,
+                ),
+                None => (
+                    brake::table_rows(current.table),
+                    brake::count_sql(ext, current),
+                    current.display_name.clone(),
+                ),
+            };
             let fraction = gucs::MAX_TABLE_FRACTION.get();
-            let limit = brake::limit(rows, fraction, gucs::BRAKE_MIN_ROWS.get() as i64)?;
-            let sql = brake::count_sql(ext, current).unwrap_or_else(|e| error!("{e}"));
+            let Some(limit) = brake::limit(rows, fraction, gucs::BRAKE_MIN_ROWS.get() as i64)
+            else {
+                return (None, whole);
+            };
+            let sql = sql.unwrap_or_else(|e| error!("{e}"));
             let expired =
                 // read-only: no transaction ID, no empty commit record
                 crate::read::one_checked::<i64>(&sql, &[expire_after.into(), (limit + 1).into()])
                     .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"))
                     .unwrap_or(0);
-            (expired > limit).then(|| brake::reason(current, limit, rows))
+            ((expired > limit).then(|| brake::reason(current, &table, limit, rows)), whole)
         })
     }
 }
