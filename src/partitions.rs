@@ -80,46 +80,48 @@ pub struct Expired {
 }
 
 /// The direct partitions of `root` whose upper bound is at or before `now() - expire_after`,
-/// oldest first; and about how many rows the whole table has (its leaves': a partitioned
-/// table's own `reltuples` sums its partitions' once analyzed). Rows as `brake::table_rows`
-/// counts them: `reltuples`, or for a leaf never analyzed the live rows the statistics have
-/// counted. Reads catalogs only.
+/// oldest first; and about how many rows the whole table has (its leaves', see
+/// [`leaf_rows`]). Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
     (list(index, None), leaf_rows(index.root))
 }
 
-/// About how many rows the partitioned table `root` has: its leaves' `reltuples`, or for a
-/// leaf never analyzed the live rows the statistics have counted. Reads catalogs only.
+/// About how many rows the partitioned table `root` has: the sum of its leaves' as
+/// [`crate::brake::table_rows`] estimates them (`reltuples` scaled by the pages each has now, as
+/// the planner does, capped by the live rows counted). A leaf's `reltuples` alone would be
+/// stale in the steady state of a table partitioned by time: the newest partition is analyzed
+/// while it fills, and the oldest ones lose their rows to the worker.
 pub fn leaf_rows(root: Oid) -> f64 {
     // read-only (crate::read): each pass of a table with drop_partitions would otherwise
     // assign a transaction ID, and write an empty commit record
-    crate::read::one_checked::<f64>(
-        "SELECT pg_catalog.sum(CASE WHEN t.reltuples OPERATOR(pg_catalog.>=) 0 THEN t.reltuples::pg_catalog.float8 \
-                          ELSE pg_catalog.pg_stat_get_live_tuples(t.oid)::pg_catalog.float8 END) \
-         FROM pg_catalog.pg_partition_tree($1) p \
-         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
-         WHERE p.isleaf",
+    let leaves = crate::read::one_checked::<Vec<Oid>>(
+        "SELECT pg_catalog.array_agg(relid::pg_catalog.oid) FROM pg_catalog.pg_partition_tree($1) WHERE isleaf",
         &[root.into()],
     )
     .ok()
     .flatten()
-    .unwrap_or(0.0)
+    .unwrap_or_default();
+    leaves.into_iter().map(crate::brake::table_rows).sum()
 }
 
-/// The expired direct partitions of `index`'s table, or only `only` if it still is one.
+/// The expired direct partitions of `index`'s table, or only `only` if it still is one, each
+/// with about how many rows it holds ([`leaf_rows`]).
 fn list(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
+    let mut expired = list_partitions(index, only);
+    for partition in &mut expired {
+        partition.rows = leaf_rows(partition.oid);
+    }
+    expired
+}
+
+/// [`list`], without the rows.
+fn list_partitions(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
     Spi::connect(|client| {
         client
             .select(
                 "SELECT c.oid, pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
                           OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
-                          pg_catalog.quote_ident(c.relname::pg_catalog.text), \
-                        (SELECT pg_catalog.sum(CASE WHEN t.reltuples OPERATOR(pg_catalog.>=) 0 THEN t.reltuples::pg_catalog.float8 \
-                          ELSE pg_catalog.pg_stat_get_live_tuples(t.oid)::pg_catalog.float8 END) \
-                         FROM pg_catalog.pg_partition_tree(c.oid) p \
-                         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.relid \
-                         WHERE p.isleaf), \
-                        b.upper \
+                          pg_catalog.quote_ident(c.relname::pg_catalog.text) \
                  FROM pg_catalog.pg_inherits i \
                  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid \
                  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -138,7 +140,7 @@ fn list(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
                 rows.map(|row| Expired {
                     oid: row.get::<Oid>(1).ok().flatten().unwrap_or_default(),
                     qualified: row.get::<String>(2).ok().flatten().unwrap_or_default(),
-                    rows: row.get::<f64>(3).ok().flatten().unwrap_or(0.0),
+                    rows: 0.0,
                 })
                 .collect::<Vec<_>>()
             })
