@@ -223,6 +223,10 @@ side() {
     paused=$(db -c "SELECT string_agg(paused_reason, '; ') FROM ttl_index WHERE paused_at IS NOT NULL") ;;
   esac
   [ -n "$paused" ] && echo "steady: $name: PAUSED (the safety brake?): $paused" >&2
+  if [ -n "${STEADY_DEBUG:-}" ] && [[ $name == ttl_* ]]; then
+    db -c "SELECT * FROM ttl_stats WHERE runs > 0" >&2
+    grep -E 'jsonb_ttl' "$DIR/server.log" | tail -20 >&2
+  fi
   local p99 max
   read -r p99 max < <(sort -g "$WORK/samples" | awk '{a[NR] = $1} END {i = int(NR * 0.99); if (i < 1) i = 1; printf "%.1f %.1f", a[i], a[NR]}')
   local ins_p99 ins_rate

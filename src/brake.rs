@@ -50,6 +50,9 @@ pub fn table_rows(table: Oid) -> f64 {
     let live = live_rows(table);
     let planned = match (reltuples >= 0.0, relpages > 0) {
         (true, true) => reltuples / relpages as f64 * pages as f64,
+        // measured empty (a VACUUM or ANALYZE of an empty table, as of a partition made ahead):
+        // the planner too estimates such a table by its pages now, not by its 0 rows
+        (true, false) if pages > 0 => return live,
         (true, false) => reltuples,
         // (n_live_tup counts an insert its statistics report after an ANALYZE twice: it is only
         // the fallback, and the cap)
