@@ -63,7 +63,7 @@ pub struct TtlIndex {
     /// The Citus shard `table` is, of the hash-distributed table `root` (see [`crate::citus`]).
     pub shard: Option<i64>,
     /// Whether now is inside its delete window (see [`crate::controls`]; none: always), as of
-    /// the catalog's load.
+    /// the catalog's load (the worker evaluates it again at each pass).
     pub in_window: bool,
     /// Its own cap on the rows of a batch, under `jsonb_ttl.batch_size`.
     pub batch_size: Option<i64>,
