@@ -53,36 +53,36 @@ pub fn cutoff(expire_after: &Interval, zone_is_ours: impl FnOnce() -> bool) -> O
 /// only if that lock is free at once, and both locks are kept until the transaction ends.
 pub fn has_entry_before(table: Oid, index: Oid, cutoff: i64) -> Option<bool> {
     unsafe {
-        let share = pg_sys::AccessShareLock as pg_sys::LOCKMODE;
-        if !pg_sys::ConditionalLockRelationOid(index, share) {
+        if !pg_sys::ConditionalLockRelationOid(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) {
             return None;
         }
-        let index_rel = pg_sys::try_relation_open(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+        // (both locked: the relation cache has them as they are, or NULL when gone)
+        let index_rel = pg_sys::RelationIdGetRelation(index);
         if index_rel.is_null() {
             return None;
         }
-        if !readable(index_rel, table) {
-            pg_sys::relation_close(index_rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-            return None;
+        let heap_rel = match readable(index_rel, table) {
+            true => pg_sys::RelationIdGetRelation(table),
+            false => std::ptr::null_mut(),
+        };
+        let found = (!heap_rel.is_null()).then(|| first_before(heap_rel, index_rel, cutoff));
+        if !heap_rel.is_null() {
+            pg_sys::RelationClose(heap_rel);
         }
-        let heap_rel = pg_sys::try_relation_open(table, pg_sys::NoLock as pg_sys::LOCKMODE);
-        if heap_rel.is_null() {
-            pg_sys::relation_close(index_rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-            return None;
-        }
-        let found = first_before(heap_rel, index_rel, cutoff);
-        pg_sys::relation_close(index_rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-        pg_sys::relation_close(heap_rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-        Some(found)
+        pg_sys::RelationClose(index_rel);
+        found
     }
 }
 
 /// Whether `index` is an index of `table` this module can read: valid, ready and live, a
-/// btree on one ascending `timestamptz` key of a built-in operator family.
+/// btree on one ascending `timestamptz` key of a built-in operator family; not one that older
+/// snapshots may not use (`indcheckxmin`: built over broken HOT chains, the planner skips it
+/// for them too), nor a temporary table's (its buffers are its session's).
 unsafe fn readable(index: pg_sys::Relation, table: Oid) -> bool {
     let rel = &*index;
     let class = &*rel.rd_rel;
     if class.relkind != pg_sys::RELKIND_INDEX as std::ffi::c_char
+        || class.relpersistence == pg_sys::RELPERSISTENCE_TEMP as std::ffi::c_char
         || class.relam != pg_sys::BTREE_AM_OID
         || rel.rd_index.is_null()
         || rel.rd_opfamily.is_null()
@@ -96,6 +96,7 @@ unsafe fn readable(index: pg_sys::Relation, table: Oid) -> bool {
         && form.indisvalid
         && form.indisready
         && form.indislive
+        && !form.indcheckxmin
         && form.indnkeyatts == 1
         && *rel.rd_opcintype == pg_sys::TIMESTAMPTZOID
         && (*rel.rd_opfamily).to_u32() < pg_sys::FirstNormalObjectId
