@@ -11,6 +11,7 @@
 //! the catalog   catalog/ (TtlIndex, load, lookups)
 //! SQL text      reference  row_ttl  functions
 //! ground        extension read citus owner planner txn bgw gucs preload error jsonb_scalar
+//!               leaf_check
 //! pure Rust     jsonb_ttl_core (core/): parse path batch_size purge touch row_ttl
 //! ```
 
@@ -44,6 +45,7 @@ pub mod hide;
 pub mod hooks;
 pub mod jsonb_scalar;
 pub mod launcher;
+pub mod leaf_check;
 pub mod origin;
 pub mod owner;
 pub mod partitions;

@@ -22,6 +22,8 @@ case "$mode" in
     extra=() dir=tests/isolation ;;
   *) echo "usage: $0 regress|isolation [names...]" >&2; exit 2 ;;
 esac
+# E2E_PORT_OFFSET moves the port, as for tests/e2e (a second checkout testing at once)
+port=$((port + ${E2E_PORT_OFFSET:-0}))
 if [ $# -gt 0 ]; then tests=("$@"); else
   mapfile -t tests < <(ls "$inputs" | sed -n "s/\\.$ext\$//p" | sort)
 fi

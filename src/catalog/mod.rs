@@ -130,18 +130,70 @@ fn index_ready_sql(name: &str) -> String {
     )
 }
 
-/// Whether the time of day now, in the TTL index's zone (UTC without one), is inside its
-/// delete window (the part of the load query below; no window, or a catalog without one:
-/// always). As `jsonb_ttl_internal._ttl_in_window` in sql/api.sql, which a catalog from before
-/// 0.3.0 does not have.
-const IN_WINDOW_SQL: &str = "(SELECT CASE WHEN w.s IS NULL OR w.e IS NULL THEN true \
+/// Whether the time of day now, in the zone `zone` (UTC when NULL), is inside the delete window
+/// from `start` to `end` (SQL expressions of text; no window when either is NULL: always). As
+/// `jsonb_ttl_internal._ttl_in_window` in sql/api.sql, which a catalog from before 0.3.0 does
+/// not have. The load query below reads the catalog row's; the worker, which keeps the targets
+/// across passes, evaluates it again each pass ([`in_window`]).
+fn in_window_sql(start: &str, end: &str, zone: &str) -> String {
+    format!(
+        "(SELECT CASE WHEN w.s IS NULL OR w.e IS NULL THEN true \
           WHEN w.s OPERATOR(pg_catalog.<) w.e \
           THEN w.l OPERATOR(pg_catalog.>=) w.s AND w.l OPERATOR(pg_catalog.<) w.e \
           ELSE w.l OPERATOR(pg_catalog.>=) w.s OR w.l OPERATOR(pg_catalog.<) w.e END \
-   FROM (SELECT (tj.j OPERATOR(pg_catalog.->>) 'delete_window_start'::pg_catalog.text)::pg_catalog.time AS s, \
-                (tj.j OPERATOR(pg_catalog.->>) 'delete_window_end'::pg_catalog.text)::pg_catalog.time AS e, \
-                pg_catalog.timezone(coalesce(tj.j OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
-                                             'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS l) w)";
+   FROM (SELECT ({start})::pg_catalog.time AS s, ({end})::pg_catalog.time AS e, \
+                pg_catalog.timezone(coalesce({zone}, 'UTC'::pg_catalog.text), \
+                                    pg_catalog.now())::pg_catalog.time AS l) w)"
+    )
+}
+
+/// Whether now is inside the delete window of `index` (see [`in_window_sql`]), evaluated now
+/// (read-only); an error when the window cannot be read, as the load query would raise.
+pub fn in_window(index: &TtlIndex) -> Result<bool, pgrx::spi::SpiError> {
+    let (Some(start), Some(end)) = (&index.window_start, &index.window_end) else {
+        return Ok(true);
+    };
+    let sql = format!(
+        "SELECT {}",
+        in_window_sql(
+            "$1::pg_catalog.text",
+            "$2::pg_catalog.text",
+            "$3::pg_catalog.text"
+        )
+    );
+    crate::read::one_checked::<bool>(
+        &sql,
+        &[
+            start.as_str().into(),
+            end.as_str().into(),
+            index.time_zone.clone().into(),
+        ],
+    )
+    .map(|inside| inside.unwrap_or(true))
+}
+
+/// The index recorded (`jsonb_ttl_internal.index_oid`, see [`crate::tracking`]) for the catalog
+/// column `role` of catalog row `t`, on target `l.relid`: the recorded index itself, or on a
+/// partition its partition of it; valid and ready. NULL for a Citus shard, or a database still
+/// at an older version's SQL, which records no OIDs.
+fn recorded_index_sql(ext: &Extension, role: &str) -> String {
+    if !ext.has_internal_schema() {
+        return "NULL::pg_catalog.oid".to_string();
+    }
+    format!(
+        "(SELECT i.indexrelid FROM jsonb_ttl_internal.index_oid o, pg_catalog.pg_index i \
+          WHERE l.shardid IS NULL \
+            AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
+            AND o.role OPERATOR(pg_catalog.=) '{role}'::pg_catalog.text \
+            AND i.indrelid OPERATOR(pg_catalog.=) l.relid \
+            AND i.indisvalid AND i.indisready AND i.indislive \
+            AND (i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
+                 OR o.index_oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                      SELECT p.relid::pg_catalog.oid \
+                      FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p))) \
+          ORDER BY i.indexrelid LIMIT 1)"
+    )
+}
 
 /// Whether the table of catalog row `t` is neither partitioned nor a parent: its own one
 /// target, without a call of `_ttl_targets` (SQL with a SET clause, so never inlined: ~10 µs a
@@ -174,8 +226,15 @@ fn targets_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
 
 /// The columns of the load query, in the order [`from_row`] reads them (`tj.j`: the catalog
 /// row as jsonb, built once a row: a column a catalog of an older version has not is NULL).
-fn columns_sql() -> String {
+fn columns_sql(ext: &Extension) -> String {
     let ready = index_ready_sql("t.index_name::pg_catalog.text");
+    let in_window = in_window_sql(
+        "tj.j OPERATOR(pg_catalog.->>) 'delete_window_start'::pg_catalog.text",
+        "tj.j OPERATOR(pg_catalog.->>) 'delete_window_end'::pg_catalog.text",
+        "tj.j OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text",
+    );
+    let index_oid = recorded_index_sql(ext, "index_name");
+    let row_index_oid = recorded_index_sql(ext, "row_ttl_index_name");
     let row_ready =
         index_ready_sql("tj.j OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text");
     format!(
@@ -213,13 +272,16 @@ fn columns_sql() -> String {
                 {row_ready}, \
                 tj.j OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text, \
                 l.shardid, \
-                {IN_WINDOW_SQL}, \
+                {in_window}, \
                 (tj.j OPERATOR(pg_catalog.->>) 'batch_size'::pg_catalog.text)::pg_catalog.int8, \
                 (tj.j OPERATOR(pg_catalog.->>) 'max_removes_per_second'::pg_catalog.text)::pg_catalog.int8, \
                 coalesce((tj.j OPERATOR(pg_catalog.->>) 'replication_origin'::pg_catalog.text) \
                   OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
                 coalesce((tj.j OPERATOR(pg_catalog.->>) 'logical_message'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false)"
+                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                {index_oid}, {row_index_oid}, \
+                tj.j OPERATOR(pg_catalog.->>) 'delete_window_start'::pg_catalog.text, \
+                tj.j OPERATOR(pg_catalog.->>) 'delete_window_end'::pg_catalog.text"
     )
 }
 
@@ -227,7 +289,7 @@ fn columns_sql() -> String {
 /// in the columns [`from_row`] reads.
 fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     let target = targets_sql(ext, scope, citus);
-    let columns = columns_sql();
+    let columns = columns_sql(ext);
     format!(
         "SELECT {columns} \
          FROM {ext}.ttl_index t \
@@ -293,6 +355,7 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
             },
             index_name: text(27),
             index_ready: row.get::<bool>(29).ok().flatten().unwrap_or(false),
+            index_oid: row.get::<Oid>(38).ok().flatten(),
         }),
         part: Part::Whole,
         drop_partitions: row
@@ -306,6 +369,9 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         max_removes_per_second: row.get::<i64>(34).ok().flatten(),
         replication_origin: row.get::<bool>(35).ok().flatten().unwrap_or(false),
         logical_message: row.get::<bool>(36).ok().flatten().unwrap_or(false),
+        index_oid: row.get::<Oid>(37).ok().flatten(),
+        window_start: row.get::<String>(39).ok().flatten(),
+        window_end: row.get::<String>(40).ok().flatten(),
     }
 }
 

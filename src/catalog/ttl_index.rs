@@ -63,7 +63,7 @@ pub struct TtlIndex {
     /// The Citus shard `table` is, of the hash-distributed table `root` (see [`crate::citus`]).
     pub shard: Option<i64>,
     /// Whether now is inside its delete window (see [`crate::controls`]; none: always), as of
-    /// the catalog's load.
+    /// the catalog's load (the worker evaluates it again at each pass).
     pub in_window: bool,
     /// Its own cap on the rows of a batch, under `jsonb_ttl.batch_size`.
     pub batch_size: Option<i64>,
@@ -73,6 +73,15 @@ pub struct TtlIndex {
     pub replication_origin: bool,
     /// Each of its batches emits a logical decoding message.
     pub logical_message: bool,
+    /// The OID of the TTL index on `table`, when it is recorded as ours by its expression and
+    /// predicate ([`crate::tracking`]), valid and ready (not for a Citus shard): for a target
+    /// with a TTL of its own, the per-row index. The worker reads it directly
+    /// ([`crate::leaf_check`]).
+    pub index_oid: Option<Oid>,
+    /// The delete window as the catalog has it (see [`crate::controls`]), for `in_window`
+    /// again at each pass of the worker, which keeps the targets across passes.
+    pub window_start: Option<String>,
+    pub window_end: Option<String>,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).
@@ -124,6 +133,8 @@ pub struct RowTtl {
     pub index_name: String,
     /// Whether `index_name` is valid and ready on this target's table.
     pub index_ready: bool,
+    /// Its OID on this target's table, when recorded (see [`TtlIndex::index_oid`]).
+    pub index_oid: Option<Oid>,
 }
 
 /// Which rows of a table a target purges: with a per-row TTL field, two targets share the
@@ -248,6 +259,7 @@ impl TtlIndex {
             part: Part::OwnTtl,
             index_name: row_ttl.index_name.clone(),
             index_ready: row_ttl.index_ready,
+            index_oid: row_ttl.index_oid,
             expire_after: Interval::from_micros(0),
             ..self.clone()
         };

@@ -15,6 +15,7 @@
 mod batch;
 mod frame;
 mod pass;
+mod targets;
 mod visit;
 
 use crate::bgw::{self, handle_signals, sleep};
@@ -74,6 +75,8 @@ struct Worker {
     citus_sent: citus_sync::Sent,
     /// Slowing down for replicas and WAL (see [`crate::throttle`]).
     throttle: crate::throttle::Throttle,
+    /// The targets of the last pass, kept until what they were read from changes.
+    kept: Option<targets::Kept>,
 }
 
 /// What the launcher tells a worker: its database, and, when CREATE EXTENSION asked for it,
@@ -160,6 +163,7 @@ fn start(dboid: Oid, created_by: pg_sys::TransactionId) -> bool {
         }
     }
     unsafe { pg_sys::before_shmem_exit(Some(unregister_on_exit), pg_sys::Datum::from(0)) };
+    targets::watch_invalidations();
     // Everything the worker runs names its schema; nothing resolves through search_path.
     let _ = in_transaction(|| Spi::run("SET search_path = pg_catalog, pg_temp"));
     // Under Citus, shards are hidden from pg_class in a session Citus does not know as its
@@ -195,6 +199,7 @@ impl Worker {
             lagging: stats::tables_with_oldest_expired(),
             citus_sent: Default::default(),
             throttle: Default::default(),
+            kept: None,
         }
     }
 

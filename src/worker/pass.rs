@@ -4,6 +4,7 @@
 //! the next worker of the database).
 
 use super::batch::{prepared, Prepared};
+use super::targets;
 use super::visit::{report, Ended};
 use super::{Limit, Worker};
 use crate::bgw::{handle_signals, BatchTimer};
@@ -11,7 +12,7 @@ use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
 use crate::extension::Extension;
 use crate::txn::in_transaction;
-use crate::{citus_sync, deleter, gucs, owner, partitions, registry, stats, tracking};
+use crate::{citus_sync, deleter, gucs, leaf_check, owner, partitions, registry, stats};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -56,7 +57,7 @@ impl Worker {
     /// The targets of this pass (see [`read_targets`]), or `None` when there is no pass: a
     /// pg_restore is connected (logged once until it is gone), or the catalog cannot be read.
     fn load_targets(&mut self, ext: &Extension) -> Option<Vec<TtlIndex>> {
-        match in_transaction(|| read_targets(ext)) {
+        match in_transaction(|| targets::read(ext, &mut self.kept)) {
             Ok(Some(indexes)) => Some(indexes),
             Ok(None) => {
                 if !self.waiting_for_restore {
@@ -231,30 +232,6 @@ impl Worker {
 /// transaction would fail with "out of shared memory". A transaction per chunk costs little.
 const PROBE_CHUNK: usize = 500;
 
-/// Reads the targets of a pass in the current transaction: the TTL catalog's, after recording
-/// the indexes of the tables whose records are stale (see [`tracking::stale_records`]); `None`
-/// while a pg_restore is connected to the database (a restore may be half done).
-fn read_targets(ext: &Extension) -> Option<Vec<TtlIndex>> {
-    // Planned above jit_above_cost (the partition trees), the catalog read would be
-    // compiled by JIT on every pass: 0.2–0.4 s each, measured with jit = on.
-    gucs::override_setting(c"jit", "off");
-    (!catalog::restore_in_progress()).then(|| {
-        for table in tracking::stale_records(ext) {
-            // reading its indexes locks the table: only if that lock is free now
-            let free = unsafe {
-                pg_sys::ConditionalLockRelationOid(
-                    table,
-                    pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-                )
-            };
-            if free {
-                tracking::track_indexes(ext, table);
-            }
-        }
-        catalog::load(ext, None, catalog::Scope::Targets)
-    })
-}
-
 /// Why a table whose TTL index is missing or not ready is not purged, for `ttl_stats`.
 fn missing_index(index: &TtlIndex) -> String {
     match index.index_name.is_empty() {
@@ -325,6 +302,9 @@ impl Probing<'_> {
             // rest count as expired, each visited within its own limits
             return true;
         }
+        if let Some(expired) = self.leaf(index) {
+            return expired;
+        }
         // each table's probe its own time limit and deadline, so the one
         // whose owner code holds the worker is the one set aside
         let _timer = BatchTimer::arm(self.timeout_ms);
@@ -352,6 +332,57 @@ impl Probing<'_> {
         owner::as_table_owner_with(owner, owner_settings, self.settings, || {
             probe_as_owner(probes, lagging, index, &sql)
         })
+    }
+}
+
+impl Probing<'_> {
+    /// Whether `index`'s table has an expired row, when its TTL index says so without any SQL
+    /// (see [`leaf_check`]): `Some(false)` when the index has no entry before the cutoff,
+    /// `Some(true)` when the table's lock is not free at once (as for the SQL probe), `None`
+    /// when the SQL probe must say (an entry before the cutoff, or the index cannot be read
+    /// so). No code of the table's owner runs here.
+    fn leaf(&mut self, index: &TtlIndex) -> Option<bool> {
+        let index_oid = index.index_oid?;
+        let locked = unsafe {
+            pg_sys::ConditionalLockRelationOid(
+                index.table,
+                pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+            )
+        };
+        if !locked {
+            return Some(true);
+        }
+        let owner = owner::table_owner(index.table)?;
+        let cutoff = leaf_check::cutoff(&index.expire_after, || self.zone_is_ours(owner))?;
+        match leaf_check::has_entry_before(index.table, index_oid, cutoff)? {
+            true => None,
+            false => {
+                // (a Citus shard's lag is not recorded: never read so)
+                record_lag(self.lagging, index, None);
+                Some(false)
+            }
+        }
+    }
+
+    /// Whether the probe of a table of `owner` runs in this session's `TimeZone`: neither the
+    /// owner's settings nor ours set another.
+    fn zone_is_ours(&mut self, owner: Oid) -> bool {
+        let is_zone = |name: &CStr| name.to_bytes().eq_ignore_ascii_case(b"timezone");
+        if self.settings.iter().any(|(name, _)| is_zone(name)) {
+            return false;
+        }
+        let ours = unsafe {
+            CStr::from_ptr(pg_sys::GetConfigOptionByName(
+                c"TimeZone".as_ptr(),
+                std::ptr::null_mut(),
+                false,
+            ))
+        };
+        self.role_settings
+            .entry(owner)
+            .or_insert_with(|| owner::role_settings(owner))
+            .iter()
+            .all(|(name, value)| !is_zone(name) || value.as_c_str() == ours)
     }
 }
 
