@@ -52,6 +52,13 @@ pub fn cutoff(expire_after: &Interval, zone_is_ours: impl FnOnce() -> bool) -> O
 /// operator family, not `table`'s). The caller holds a lock on `table`; the index is locked
 /// only if that lock is free at once, and both locks are kept until the transaction ends.
 pub fn has_entry_before(table: Oid, index: Oid, cutoff: i64) -> Option<bool> {
+    entries_before(table, index, cutoff, 1).map(|entries| entries > 0)
+}
+
+/// How many entries keyed before `cutoff` the index `index` of `table` has, counting up to
+/// `most`; as [`has_entry_before`] otherwise. Entries of dead rows count too (the heap is not
+/// read): an upper bound of the rows the same condition finds.
+pub fn entries_before(table: Oid, index: Oid, cutoff: i64, most: i64) -> Option<i64> {
     unsafe {
         if !pg_sys::ConditionalLockRelationOid(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) {
             return None;
@@ -65,7 +72,7 @@ pub fn has_entry_before(table: Oid, index: Oid, cutoff: i64) -> Option<bool> {
             true => pg_sys::RelationIdGetRelation(table),
             false => std::ptr::null_mut(),
         };
-        let found = (!heap_rel.is_null()).then(|| first_before(heap_rel, index_rel, cutoff));
+        let found = (!heap_rel.is_null()).then(|| count_before(heap_rel, index_rel, cutoff, most));
         if !heap_rel.is_null() {
             pg_sys::RelationClose(heap_rel);
         }
@@ -103,8 +110,13 @@ unsafe fn readable(index: pg_sys::Relation, table: Oid) -> bool {
         && *rel.rd_indoption == 0
 }
 
-/// Whether a forward scan of `index` for keys `< cutoff` returns an entry.
-unsafe fn first_before(heap: pg_sys::Relation, index: pg_sys::Relation, cutoff: i64) -> bool {
+/// How many entries a forward scan of `index` for keys `< cutoff` returns, up to `most`.
+unsafe fn count_before(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    cutoff: i64,
+    most: i64,
+) -> i64 {
     let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
     pg_sys::ScanKeyInit(
         &mut key,
@@ -119,8 +131,15 @@ unsafe fn first_before(heap: pg_sys::Relation, index: pg_sys::Relation, cutoff: 
     #[cfg(feature = "pg18")]
     let scan = pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), 1, 0);
     pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
-    let found =
-        !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null();
+    let mut entries = 0;
+    while entries < most
+        && !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null()
+    {
+        entries += 1;
+        if entries % 4096 == 0 {
+            pg_sys::check_for_interrupts!();
+        }
+    }
     pg_sys::index_endscan(scan);
-    found
+    entries
 }
