@@ -23,7 +23,7 @@ deps:
 test: deps unit regress isolation e2e
 
 ## make test-majors: on PostgreSQL 16, 17 and 18 (each fetched or built once, see PG above),
-## the pg_regress and isolation golden files and the worker's end-to-end tests (worker,
+## the pg_regress and isolation golden files and the worker's end-to-end tests (worker, kept_targets,
 ## security: the 16+ ownership checks of the hooks, attacks, traps, upgrade, brake, dump_restore,
 ## options, partitions, change_streams: the subscribers with origin = none / any; replicas:
 ## pg_stat_replication, slots and WAL counts as each major has them).
@@ -34,7 +34,7 @@ test-majors: deps
 	  echo "== PostgreSQL $$v"; \
 	  pg_config=$$(scripts/pg-server.sh $$v); \
 	  $(MAKE) --no-print-directory PG=$$v PG_CONFIG=$$pg_config install regress isolation; \
-	  for t in worker security attacks traps upgrade brake dump_restore options partitions change_streams replicas; do \
+	  for t in worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas; do \
 	    echo "== PostgreSQL $$v: tests/e2e/$$t.sh"; \
 	    PG_CONFIG=$$pg_config tests/e2e/$$t.sh; \
 	  done; \

@@ -94,8 +94,10 @@ fn load(ext: &Extension) -> Kept {
         let free = unsafe {
             pg_sys::ConditionalLockRelationOid(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
         };
-        if free {
-            tracking::track_indexes(ext, table);
+        match free {
+            true => tracking::track_indexes(ext, table),
+            // the next pass reads the catalog again, and tries again
+            false => CHANGED.store(true, Ordering::SeqCst),
         }
     }
     let tables = catalog_tables(ext);
