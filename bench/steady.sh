@@ -243,6 +243,23 @@ side() {
 }
 
 echo "steady: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $("$PGBIN/postgres" --version); $RATE rows/s, TTL $TTL s (~$((RATE * TTL)) live rows), warm-up $WARMUP s, window $WINDOW s, TPC-B $TPCB s"
+# what each side runs, exactly (TTL as in this run)
+cat <<EOF
+sides, each on a fresh cluster; the table: events (id bigint GENERATED ALWAYS AS IDENTITY, created_at timestamptz NOT NULL, doc jsonb NOT NULL)
+  ttl_json_10s    SELECT ttl_index_create('events', 'createdAt', interval '$TTL seconds'); jsonb_ttl.frequency = 10s, the rest default
+  ttl_json_1s     the same, jsonb_ttl.frequency = 1s
+  ttl_column_10s  SELECT ttl_index_create('events', 'created_at', interval '$TTL seconds'); jsonb_ttl.frequency = 10s
+  cron_1min       CREATE INDEX ON events (created_at); pg_cron $(dpkg-query -W -f='${Version}' "postgresql-$major-cron"):
+                  SELECT cron.schedule('* * * * *', \$\$DELETE FROM events WHERE created_at < now() - interval '$TTL seconds'\$\$)
+  loop_10s        CREATE INDEX ON events (created_at); psql: DELETE FROM events WHERE created_at < now() - interval '$TTL seconds' \\watch 10
+  loop_1s         the same, \\watch 1
+  ttl_partitions  PARTITION BY RANGE (created_at), 10-second partitions made ahead by pg_partman
+                  (partman.create_parent('public.events', 'created_at', 'native', '10 seconds', p_premake := ...));
+                  SELECT ttl_index_create('events', 'created_at', interval '$TTL seconds', drop_partitions => 'drop'); frequency 10s
+  partman_10s     the same partitions; CREATE INDEX ON events (created_at); pg_partman $(dpkg-query -W -f='${Version}' "postgresql-$major-partman"):
+                  UPDATE partman.part_config SET retention = '$TTL seconds', retention_keep_table = false, retention_keep_index = false;
+                  psql: SELECT partman.drop_partition_time('public.events') \\watch 10
+EOF
 header=$(printf '%-15s %9s %9s %10s %10s %9s %9s %9s %9s %8s %9s' side "age p99" "age max" "size MiB" "WAL MiB/m" \
   "del CPU/m" "av CPU/m" "ins p99" "ins/s" "TPC-B" "rows")
 echo "$header"
