@@ -11,8 +11,9 @@
 //!
 //! DROP and DETACH take an ACCESS EXCLUSIVE lock on the parent (and `DETACH … CONCURRENTLY`
 //! cannot run from SPI, in a transaction block): the worker asks for both locks without waiting
-//! (`ConditionalLockRelationOid`), so no query ever queues behind its request; when either is
-//! taken it tries again at the next pass. It runs the statement as the parent's owner, like
+//! in line (`ConditionalLockRelationOid`, again every 2 ms within `jsonb_ttl.lock_timeout`), so
+//! no query ever queues behind its request; when either is still taken it tries again at the
+//! next pass. It runs the statement as the parent's owner, like
 //! every statement on a user's table. The safety brake applies: a pass that would drop more than
 //! `jsonb_ttl.max_table_fraction` of the table's rows pauses the TTL index instead.
 
