@@ -5,16 +5,18 @@
 //! forward, documents whose dates were all rewritten — each of which would otherwise empty a
 //! table in one pass.
 //!
-//! Before the first batch of a visit the worker counts the expired rows through the TTL index,
-//! as the table's owner (a partition's: all the partitions of its partitioned table, against
-//! all their rows, once a pass — see [`partitioned_root`]), stopping one past the limit (so a steady table costs the few rows it
-//! has expired, a table over the limit the limit); a backlog that passed is not counted again
-//! until a visit drains it or its `expire_after` changes, and a count that outlasts `jsonb_ttl.batch_timeout` pauses the index
-//! too, saying why. Tables smaller than
-//! `jsonb_ttl.brake_min_rows` (by the planner's estimate, or the live rows counted since the
-//! last statistics reset when there is none yet) are never braked: a table of two rows, both
-//! expired, is purged. `ttl_index_resume()` releases the brake until a visit drains the table,
-//! after which it holds again.
+//! Before the first batch of a visit the worker reads the TTL index's btree for its entries
+//! before the cutoff, up to the limit (`leaf_check::entries_before`: no heap, no owner code;
+//! dead rows' entries count too). Within the limit, the visit goes on: a steady table pays a
+//! walk over a few index pages. Past it, the worker counts the expired rows through the TTL
+//! index, as the table's owner (a partition's: all the partitions of its partitioned table,
+//! against all their rows, once a pass — see [`partitioned_root`]), stopping one past the
+//! limit. A backlog that passed is not counted again until a visit drains it or its
+//! `expire_after` changes, and a count that outlasts `jsonb_ttl.batch_timeout` pauses the index
+//! too, saying why. Tables smaller than `jsonb_ttl.brake_min_rows` (by the planner's estimate,
+//! or the live rows counted since the last statistics reset when there is none yet) are never
+//! braked: a table of two rows, both expired, is purged. `ttl_index_resume()` releases the
+//! brake until a visit drains the table, after which it holds again.
 //!
 //! The pause lives in the TTL catalog (`paused_at`, `paused_reason`, `brake_released`), so it
 //! survives restarts and is dumped with the catalog.
@@ -83,7 +85,7 @@ fn sizes(table: Oid) -> Option<(f64, i32, u32)> {
 }
 
 /// The live rows of `table` the statistics count (`n_live_tup`).
-fn live_rows(table: Oid) -> f64 {
+pub fn live_rows(table: Oid) -> f64 {
     // read-only (crate::read): no transaction ID for a count
     crate::read::one_checked::<f64>(
         "SELECT pg_catalog.pg_stat_get_live_tuples($1)::pg_catalog.float8",

@@ -102,7 +102,22 @@ pub fn leaf_rows(root: Oid) -> f64 {
     .ok()
     .flatten()
     .unwrap_or_default();
-    leaves.into_iter().map(crate::brake::table_rows).sum()
+    leaves.into_iter().map(leaf_size).sum()
+}
+
+/// About how many rows `leaf` has ([`crate::brake::table_rows`]), read under a lock taken for
+/// the moment (a partition dropped meanwhile has no file to measure); when the lock is not free
+/// at once, the live rows the statistics count.
+fn leaf_size(leaf: Oid) -> f64 {
+    let mode = pg_sys::AccessShareLock as pg_sys::LOCKMODE;
+    unsafe {
+        if !pg_sys::ConditionalLockRelationOid(leaf, mode) {
+            return crate::brake::live_rows(leaf);
+        }
+        let rows = crate::brake::table_rows(leaf);
+        pg_sys::UnlockRelationOid(leaf, mode);
+        rows
+    }
 }
 
 /// The expired direct partitions of `index`'s table, or only `only` if it still is one, each
