@@ -146,6 +146,11 @@ INSERT INTO parted SELECT g, now() - CASE WHEN g <= 12000 THEN interval '3 days'
 ALTER TABLE parted OWNER TO tenant;
 ALTER TABLE parted_old OWNER TO tenant;
 ALTER TABLE parted_new OWNER TO tenant;
+-- the owner's code on the partitioned table: a forced policy that notes who evaluates it (the
+-- brake counts the whole table through it, as its owner, never as the superuser)
+ALTER TABLE parted ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY readers ON parted USING (public.note_reader());
+TRUNCATE seen;
 SELECT pg_sleep(1.1);
 ANALYZE parted;
 SELECT FROM ttl_index_create('parted', 'seen', interval '1 week');  -- nothing expired
@@ -158,6 +163,8 @@ expect_eq "not paused" f "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_in
 q brake -c "SELECT FROM ttl_index_alter('parted', interval '1 minute')"
 parted_paused() { [ "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'parted'::regclass")" = t ]; }
 wait_for "a wrong expire_after on all its partitions pauses it" 10 parted_paused
+expect_eq "the partitioned table's policy ran while the brake counted it, as its owner only" tenant \
+  "$(q brake -c "SELECT string_agg(DISTINCT who::text, ',') FROM seen")"
 expect_eq "with its rows still there, and the whole table named" "28000 true" \
   "$(q brake -c "SELECT (SELECT count(*) FROM parted) || ' ' || (paused_reason LIKE '%rows of public.parted were expired at once%') FROM ttl_index WHERE table_oid = 'parted'::regclass")"
 echo "== index entries of deleted rows do not pause a table: past the btree's bound, the rows are counted"
