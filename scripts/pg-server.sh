@@ -24,7 +24,10 @@ build_from_source() {  # build_from_source TARBALL: configure, make, install int
   tar xjf "$1" -C "$dir/src"
   src=$(find "$dir/src" -maxdepth 1 -mindepth 1 -type d | head -1)
   log "building PostgreSQL $major from $(basename "$src") into $dir/install (about 5 minutes)"
-  (cd "$src" && ./configure --prefix="$dir/install" --without-icu >"$dir/configure.log" 2>&1 \
+  # Called from a make recipe (make test-majors), MAKELEVEL > 0 would tell PostgreSQL's
+  # makefiles they run under its own top-level make, which skips the generated headers
+  # (utils/errcodes.h: "No such file or directory"); MAKEFLAGS would hand them our jobserver.
+  (unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES && cd "$src" && ./configure --prefix="$dir/install" --without-icu >"$dir/configure.log" 2>&1 \
      && make -j"$(nproc)" >"$dir/make.log" 2>&1 && make install >"$dir/install.log" 2>&1) \
     || { log "build failed, see $dir/*.log"; exit 1; }
   rm -rf "$dir/src"
