@@ -15,6 +15,8 @@
 mod batch;
 mod frame;
 mod pass;
+mod probe;
+mod safety_brake;
 mod targets;
 mod visit;
 

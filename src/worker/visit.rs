@@ -6,13 +6,14 @@
 
 use super::batch::in_batch_frame;
 use super::pass::record_lag;
+use super::safety_brake::Brake;
 use super::{Limit, Worker};
 use crate::bgw::{handle_signals, sleep};
 use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
 use crate::txn::{in_transaction, Failure};
-use crate::{brake, budget, gucs, leaf_check, partitions, stats};
+use crate::{brake, budget, gucs, stats};
 use jsonb_ttl_core::batch_size;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -252,111 +253,6 @@ impl Worker {
         });
         counted.ok().flatten().flatten()
     }
-
-    /// The safety brake before a visit (see [`crate::brake`]): counts the expired rows of
-    /// `index`'s table as its owner, up to the limit, and pauses the TTL index when there are
-    /// more. A backlog that passed is not counted again until a visit drains it (each visit
-    /// would recount what is left of it); a count that outlasts `jsonb_ttl.batch_timeout`
-    /// pauses the index too, saying so (it cannot tell, and the owner can resume).
-    fn brake(&mut self, ext: &Extension, index: &TtlIndex) -> Brake {
-        if !index.brake_available
-            || index.brake_released
-            || self.brake_checked.get(&index.target()) == Some(&interval_key(index.expire_after))
-            || self.brake_checked_roots.get(&(index.root, index.part))
-                == Some(&interval_key(index.expire_after))
-        {
-            return Brake::Go;
-        }
-        let counted = self.count_for_brake(ext, index);
-        let reason = match counted {
-            Ok(Some((Some(reason), _))) => reason,
-            Ok(counted) => {
-                let key = interval_key(index.expire_after);
-                match counted {
-                    Some((None, true)) => self
-                        .brake_checked_roots
-                        .insert((index.root, index.part), key),
-                    _ => self.brake_checked.insert(index.target(), key),
-                };
-                return Brake::Go;
-            }
-            Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
-                brake::reason_uncounted(index, &e.message)
-            }
-            Err(e) => return Brake::Failed(format!("the safety brake could not count: {e}")),
-        };
-        if let Err(e) = in_transaction(|| brake::pause(ext, index.root, &reason)) {
-            return Brake::Failed(format!("the safety brake could not pause: {e}"));
-        }
-        log!("jsonb_ttl: {reason}");
-        Brake::Paused
-    }
-
-    /// The safety brake's count, in a batch frame: why the TTL index must pause, if it must
-    /// (`Ok(Some((None, _)))`: it need not; `Ok(None)`: the table is gone), and whether it
-    /// counted a whole partitioned table.
-    fn count_for_brake(
-        &mut self,
-        ext: &Extension,
-        index: &TtlIndex,
-    ) -> Result<Option<(Option<String>, bool)>, Failure> {
-        in_batch_frame(&mut self.frame, index, |current, expire_after| {
-            // a partition: the whole partitioned table (see brake::partitioned_root)
-            let root = brake::partitioned_root(current);
-            let whole = root.is_some();
-            let (rows, sql, table) = match root {
-                Some(root) => (
-                    partitions::leaf_rows(current.root),
-                    brake::count_sql_in(ext, current, &root),
-                    root,
-                ),
-                None => (
-                    brake::table_rows(current.table),
-                    brake::count_sql(ext, current),
-                    current.display_name.clone(),
-                ),
-            };
-            let fraction = gucs::MAX_TABLE_FRACTION.get();
-            let Some(limit) = brake::limit(rows, fraction, gucs::BRAKE_MIN_ROWS.get() as i64)
-            else {
-                return (None, whole);
-            };
-            if !whole && few_entries(current, &expire_after, limit) {
-                return (None, whole);
-            }
-            let sql = sql.unwrap_or_else(|e| error!("{e}"));
-            let expired =
-                // read-only: no transaction ID, no empty commit record
-                crate::read::one_checked::<i64>(&sql, &[expire_after.into(), (limit + 1).into()])
-                    .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"))
-                    .unwrap_or(0);
-            (
-                (expired > limit).then(|| brake::reason(current, &table, limit, rows)),
-                whole,
-            )
-        })
-    }
-}
-
-/// Whether `index`'s TTL index has at most `limit` entries before the cutoff, read from its
-/// btree alone ([`leaf_check::entries_before`]: no heap, no code of the owner's): an upper
-/// bound of the expired rows (entries of dead rows count too), so within the limit the safety
-/// brake need not count them row by row. A table in its steady state loses a small fraction a
-/// pass, and counting it through the heap cost a third of the delete itself. Called in the
-/// batch frame, where `now() - expire_after` is what the count's SQL computes.
-fn few_entries(index: &TtlIndex, expire_after: &pgrx::datum::Interval, limit: i64) -> bool {
-    let Some(index_oid) = index.index_oid else {
-        return false;
-    };
-    let locked = unsafe {
-        pg_sys::ConditionalLockRelationOid(index.table, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
-    };
-    locked
-        && leaf_check::cutoff(expire_after, || true)
-            .and_then(|cutoff| {
-                leaf_check::entries_before(index.table, index_oid, cutoff, limit + 1)
-            })
-            .is_some_and(|entries| entries <= limit)
 }
 
 /// Shows in pg_stat_activity what the worker does now (`state` active, `query` naming the table).
@@ -419,18 +315,4 @@ pub(super) fn report(
         backlog: ended.backlog,
     });
     limit
-}
-
-/// An interval as a map value (months, days, microseconds).
-fn interval_key(interval: pgrx::datum::Interval) -> (i32, i32, i64) {
-    (interval.months(), interval.days(), interval.micros())
-}
-
-/// What the safety brake says before a visit.
-enum Brake {
-    Go,
-    /// Paused now (the reason is in the catalog, and the log).
-    Paused,
-    /// The check itself failed: the table is not purged in this pass.
-    Failed(String),
 }
