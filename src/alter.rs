@@ -16,14 +16,19 @@ pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Int
     ttl_index_of(ext, table);
     citus::check_managed_here(table.oid, &table.name);
     set_column(ext, table, "expire_after", expire_after.into());
-    if ext.has_controls() {
-        // a new expire_after is what the safety brake is for: a backlog it let through (the
-        // first one, or one resumed) is counted again
-        set_column(ext, table, "brake_released", false.into());
-    }
+    rearm_brake(ext, table);
     let current = ttl_index_of(ext, table);
     if current.hide_expired {
         hide::refresh(ext, &current);
+    }
+}
+
+/// Sets the safety brake again after a change that may widen what expires (a shorter
+/// expire_after, a wider filter, another time zone): a backlog it let through (the first one,
+/// or one resumed) is counted again under the new definition.
+fn rearm_brake(ext: &Extension, table: &Table) {
+    if ext.has_controls() {
+        set_column(ext, table, "brake_released", false.into());
     }
 }
 
@@ -64,6 +69,7 @@ pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     if current.time_zone.as_deref() == Some(zone.as_str()) {
         return;
     }
+    rearm_brake(ext, table);
     // Each index is built again beside the old one. The catalog follows the new index first, so
     // that dropping the old one (which the sql_drop event trigger watches) keeps the entry,
     // then takes the old name back with it.
@@ -175,6 +181,7 @@ pub(crate) fn set_filter(ext: &Extension, table: &Table, text: &str) {
         filter_sql,
         ..current
     };
+    rearm_brake(ext, table);
     tracking::track_indexes(ext, table.oid);
     set_column(
         ext,

@@ -199,13 +199,20 @@ pub fn rearm(ext: &Extension, root: Oid) {
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot set the brake again: {e}"));
 }
 
-/// Lifts a pause of the safety brake on the TTL index of `root`, and releases the brake until
-/// a visit of the worker drains the table (`ttl_index_resume`). Returns whether the index was
+/// Lifts a pause of the TTL index of `root` (`ttl_index_resume`); a pause of the safety brake
+/// also releases the brake until a visit of the worker drains the table (an operator's pause
+/// does not: the brake is left as it was, held again by any `ttl_index_alter` since). Returns whether the index was
 /// paused; an index that was not is left as it is (its brake still holds).
 pub fn resume(ext: &Extension, root: Oid) -> bool {
-    let by = match ext.has_controls() {
-        true => ", paused_by = NULL",
-        false => "",
+    // a resume releases only the pause it ends: the brake's (its backlog was reviewed); after
+    // an operator's the brake is as it was before (held again by any alter since)
+    let (released, by) = match ext.has_controls() {
+        true => (
+            "CASE WHEN paused_by OPERATOR(pg_catalog.=) 'operator'::pg_catalog.text \
+                  THEN brake_released ELSE true END",
+            ", paused_by = NULL",
+        ),
+        false => ("true", ""),
     };
     owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
@@ -213,7 +220,7 @@ pub fn resume(ext: &Extension, root: Oid) -> bool {
                 "WITH before AS (SELECT paused_at IS NOT NULL AS paused FROM {ext}.ttl_index \
                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1), \
                       resumed AS (UPDATE {ext}.ttl_index SET paused_at = NULL, paused_reason = NULL, \
-                                         brake_released = true{by} \
+                                         brake_released = {released}{by} \
                                   WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
                                     AND paused_at IS NOT NULL) \
                  SELECT paused FROM before"

@@ -200,10 +200,24 @@ pub(crate) fn are_defaults(controls: &Controls, paused: bool) -> bool {
         && controls.logical_message != Some(true)
 }
 
+/// The longest reason `ttl_index_pause` keeps: it is shown in `ttl_stats` and read with
+/// every TTL index, so it is bounded.
+pub(crate) const MAX_REASON_BYTES: usize = 1024;
+
 /// Pauses the TTL index of `table` by hand (`ttl_index_pause`): the worker leaves it until
 /// `ttl_index_resume`. A pause of the safety brake becomes the operator's. Returns whether it
 /// was running.
 pub(crate) fn pause(ext: &Extension, table: &Table, reason: Option<&str>) -> bool {
+    if let Some(reason) = reason.filter(|r| r.len() > MAX_REASON_BYTES) {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_STRING_DATA_RIGHT_TRUNCATION,
+            format!(
+                "the reason of a pause is at most {MAX_REASON_BYTES} bytes, not {}",
+                reason.len()
+            ),
+            "Say why in a sentence; keep longer notes elsewhere (a ticket, a table of your own).",
+        );
+    }
     let who = Spi::get_one::<String>("SELECT pg_catalog.session_user()::pg_catalog.text")
         .ok()
         .flatten()

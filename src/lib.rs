@@ -95,7 +95,11 @@ pub extern "C-unwind" fn _PG_init() {
         throttle::init();
         deadline::init();
         hooks::install();
-        launcher::register();
+        // pg_upgrade's servers (binary-upgrade mode: `postgres -b`, before any library is
+        // loaded) run no worker: nothing may change a table between pg_upgrade's steps
+        if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
+            launcher::register();
+        }
     }
 }
 

@@ -224,19 +224,76 @@ fn targets_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     }
 }
 
-/// The columns of the load query, in the order [`from_row`] reads them (`tj.j`: the catalog
-/// row as jsonb, built once a row: a column a catalog of an older version has not is NULL).
-fn columns_sql(ext: &Extension) -> String {
+/// The columns of the TTL catalog `ext` has (a database not yet updated to the library's
+/// SQL lacks the newer ones): each is read by name, and one it lacks reads as NULL. Never
+/// through `to_jsonb` of the row, which fails on a value jsonb cannot hold (a reason of
+/// hundreds of MiB) and so stopped the read of every table's TTL index.
+fn catalog_columns(ext: &Extension) -> std::collections::HashSet<String> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT attname::pg_catalog.text FROM pg_catalog.pg_attribute \
+                 WHERE attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass \
+                   AND attnum OPERATOR(pg_catalog.>) 0 AND NOT attisdropped",
+                None,
+                &[ext.catalog().into()],
+            )
+            .expect("pg_attribute is readable")
+            .filter_map(|row| row.get::<String>(1).ok().flatten())
+            .collect()
+    })
+}
+
+/// The catalog row's version (`xmin:ctid`): any change of its definition (an alter, a pause,
+/// a resume, the brake's own) writes a new one. A batch runs only under the version its
+/// statements were built from (see [`definition_lock_sql`]).
+const VERSION_SQL: &str = "t.xmin::pg_catalog.text OPERATOR(pg_catalog.||) ':' \
+     OPERATOR(pg_catalog.||) t.ctid::pg_catalog.text";
+
+/// Locks the catalog row of a TTL index (`$1`: the table it was created on) against changes
+/// until the transaction ends, and returns its `expire_after` and version (see
+/// [`VERSION_SQL`]); no row while a change of it is under way (`SKIP LOCKED`: the batch does
+/// not wait for it) or when it is gone. A `ttl_index_alter` or `ttl_index_pause` either
+/// committed before, and shows here as a new version, or waits for the batch to end.
+pub fn definition_lock_sql(ext: &Extension) -> String {
+    format!(
+        "SELECT t.expire_after, {VERSION_SQL} FROM {ext}.ttl_index t \
+         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 FOR SHARE SKIP LOCKED"
+    )
+}
+
+/// The columns of the load query, in the order [`from_row`] reads them; `has` says which
+/// columns the catalog has.
+fn columns_sql(ext: &Extension, has: &dyn Fn(&str) -> bool) -> String {
+    let text = |name: &str| match has(name) {
+        true => format!("t.{name}::pg_catalog.text"),
+        false => "NULL::pg_catalog.text".to_string(),
+    };
+    let flag = |name: &str| match has(name) {
+        true => format!("coalesce(t.{name}, false)"),
+        false => "false".to_string(),
+    };
+    let int8 = |name: &str| match has(name) {
+        true => format!("t.{name}::pg_catalog.int8"),
+        false => "NULL::pg_catalog.int8".to_string(),
+    };
     let ready = index_ready_sql("t.index_name::pg_catalog.text");
     let in_window = in_window_sql(
-        "tj.j OPERATOR(pg_catalog.->>) 'delete_window_start'::pg_catalog.text",
-        "tj.j OPERATOR(pg_catalog.->>) 'delete_window_end'::pg_catalog.text",
-        "tj.j OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text",
+        &text("delete_window_start"),
+        &text("delete_window_end"),
+        &text("time_zone"),
     );
     let index_oid = recorded_index_sql(ext, "index_name");
     let row_index_oid = recorded_index_sql(ext, "row_ttl_index_name");
-    let row_ready =
-        index_ready_sql("tj.j OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text");
+    let row_ready = index_ready_sql(&text("row_ttl_index_name"));
+    let paused = match has("paused_at") {
+        true => "t.paused_at IS NOT NULL",
+        false => "false",
+    };
+    let row_json_path = match has("row_ttl_json_path") {
+        true => "t.row_ttl_json_path",
+        false => "NULL::pg_catalog.text[]",
+    };
     format!(
         "l.relid, \
                 pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
@@ -245,43 +302,37 @@ fn columns_sql(ext: &Extension) -> String {
                 t.column_name::pg_catalog.text, a.atttypid, t.json_path, t.path, \
                 t.expire_after, t.numeric_unit, t.index_name::pg_catalog.text, \
                 t.table_oid::pg_catalog.oid, coalesce(a.attnum, 0::pg_catalog.int2), c.relkind::pg_catalog.text, \
-                tj.j OPERATOR(pg_catalog.->>) 'time_zone'::pg_catalog.text, \
-                {ready}, \
-                (tj.j OPERATOR(pg_catalog.->>) 'paused_at'::pg_catalog.text) IS NOT NULL, \
-                coalesce((tj.j OPERATOR(pg_catalog.->>) 'brake_released'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
-                tj.j OPERATOR(pg_catalog.?) 'brake_released'::pg_catalog.text, \
-                tj.j OPERATOR(pg_catalog.->>) 'filter_sql'::pg_catalog.text, \
-                coalesce((tj.j OPERATOR(pg_catalog.->>) 'touch'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
-                coalesce((tj.j OPERATOR(pg_catalog.->>) 'hide_expired'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
-                coalesce((tj.j OPERATOR(pg_catalog.->>) 'hide_enabled_row_security'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
-                tj.j OPERATOR(pg_catalog.->>) 'row_ttl_path'::pg_catalog.text, \
-                tj.j OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text, \
-                ARRAY(SELECT pg_catalog.jsonb_array_elements_text(k.keys) \
-                      FROM (SELECT tj.j OPERATOR(pg_catalog.->) \
-                                   'row_ttl_json_path'::pg_catalog.text AS keys) k \
-                      WHERE pg_catalog.jsonb_typeof(k.keys) OPERATOR(pg_catalog.=) 'array'::pg_catalog.text), \
-                tj.j OPERATOR(pg_catalog.->>) 'row_ttl_index_name'::pg_catalog.text, \
+                {time_zone}, {ready}, {paused}, {brake_released}, {brake_available}, \
+                {filter_sql}, {touch}, {hide_expired}, {hide_enabled}, \
+                {row_ttl_path}, {row_ttl_column}, {row_json_path}, {row_ttl_index_name}, \
                 (SELECT ra.atttypid FROM pg_catalog.pg_attribute ra \
                  WHERE ra.attrelid OPERATOR(pg_catalog.=) c.oid AND NOT ra.attisdropped \
-                   AND ra.attname::pg_catalog.text OPERATOR(pg_catalog.=) \
-                       (tj.j OPERATOR(pg_catalog.->>) 'row_ttl_column'::pg_catalog.text)), \
+                   AND ra.attname::pg_catalog.text OPERATOR(pg_catalog.=) {row_ttl_column}), \
                 {row_ready}, \
-                tj.j OPERATOR(pg_catalog.->>) 'drop_partitions'::pg_catalog.text, \
+                {drop_partitions}, \
                 l.shardid, \
                 {in_window}, \
-                (tj.j OPERATOR(pg_catalog.->>) 'batch_size'::pg_catalog.text)::pg_catalog.int8, \
-                (tj.j OPERATOR(pg_catalog.->>) 'max_removes_per_second'::pg_catalog.text)::pg_catalog.int8, \
-                coalesce((tj.j OPERATOR(pg_catalog.->>) 'replication_origin'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
-                coalesce((tj.j OPERATOR(pg_catalog.->>) 'logical_message'::pg_catalog.text) \
-                  OPERATOR(pg_catalog.=) 'true'::pg_catalog.text, false), \
+                {batch_size}, {max_removes_per_second}, \
+                {replication_origin}, {logical_message}, \
                 {index_oid}, {row_index_oid}, \
-                tj.j OPERATOR(pg_catalog.->>) 'delete_window_start'::pg_catalog.text, \
-                tj.j OPERATOR(pg_catalog.->>) 'delete_window_end'::pg_catalog.text"
+                {window_start}, {window_end}, {VERSION_SQL}",
+        time_zone = text("time_zone"),
+        brake_released = flag("brake_released"),
+        brake_available = has("brake_released"),
+        filter_sql = text("filter_sql"),
+        touch = flag("touch"),
+        hide_expired = flag("hide_expired"),
+        hide_enabled = flag("hide_enabled_row_security"),
+        row_ttl_path = text("row_ttl_path"),
+        row_ttl_column = text("row_ttl_column"),
+        row_ttl_index_name = text("row_ttl_index_name"),
+        drop_partitions = text("drop_partitions"),
+        batch_size = int8("batch_size"),
+        max_removes_per_second = int8("max_removes_per_second"),
+        replication_origin = flag("replication_origin"),
+        logical_message = flag("logical_message"),
+        window_start = text("delete_window_start"),
+        window_end = text("delete_window_end"),
     )
 }
 
@@ -289,11 +340,11 @@ fn columns_sql(ext: &Extension) -> String {
 /// in the columns [`from_row`] reads.
 fn load_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     let target = targets_sql(ext, scope, citus);
-    let columns = columns_sql(ext);
+    let has = catalog_columns(ext);
+    let columns = columns_sql(ext, &|name| has.contains(name));
     format!(
         "SELECT {columns} \
          FROM {ext}.ttl_index t \
-         CROSS JOIN LATERAL (SELECT pg_catalog.to_jsonb(t) AS j OFFSET 0) tj \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -372,6 +423,7 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         index_oid: row.get::<Oid>(37).ok().flatten(),
         window_start: row.get::<String>(39).ok().flatten(),
         window_end: row.get::<String>(40).ok().flatten(),
+        version: text(41),
     }
 }
 

@@ -82,6 +82,10 @@ pub struct TtlIndex {
     /// again at each pass of the worker, which keeps the targets across passes.
     pub window_start: Option<String>,
     pub window_end: Option<String>,
+    /// The version of the catalog row it was loaded from (`xmin:ctid`): every change of the
+    /// definition writes a new one. Each batch checks it under the row's lock (see
+    /// [`crate::catalog::definition_lock_sql`]), and the safety brake counts again under a new one.
+    pub version: String,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).

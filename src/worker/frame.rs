@@ -1,7 +1,8 @@
-//! The frame of one batch of the worker, inside its transaction: expire_after read again, the
-//! table locked within `jsonb_ttl.lock_timeout`, its current names and owner read, then the
-//! batch's statements as that owner ([`Frame::run`]); and what the batches of a pass keep
-//! between them.
+//! The frame of one batch of the worker, inside its transaction: the table locked within
+//! `jsonb_ttl.lock_timeout`, the TTL index's definition locked and checked to be the one the
+//! batch was built from, the table's current names and owner read, then the batch's
+//! statements as that owner ([`Frame::run`]); and what the batches of a pass keep between
+//! them.
 
 use super::batch::{prepared, Prepared};
 use crate::catalog::{self, TtlIndex};
@@ -11,8 +12,8 @@ use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::collections::{HashMap, HashSet};
 
-/// What the batches of a pass keep between them: the prepared catalog lookup of a table's
-/// current expire_after, and each owner's settings (read once per pass: an `ALTER ROLE … SET`
+/// What the batches of a pass keep between them: the prepared lock of a TTL index's catalog
+/// row, and each owner's settings (read once per pass: an `ALTER ROLE … SET`
 /// takes effect at the next pass).
 #[derive(Default)]
 pub(super) struct Frame {
@@ -23,6 +24,10 @@ pub(super) struct Frame {
     pub(super) row_locked: HashSet<(Oid, catalog::Part)>,
     /// Also what the probe of a pass runs under (see [`Worker::probe`]).
     pub(super) role_settings: HashMap<Oid, owner::RoleSettings>,
+    /// Whether the last [`Frame::run`] found the TTL index's definition changed (or a change
+    /// of it under way) since the targets were loaded: the visit ends, and the next pass goes
+    /// on under the new definition, the safety brake first.
+    pub(super) changed: bool,
 }
 
 impl Frame {
@@ -30,35 +35,34 @@ impl Frame {
     pub(super) fn begin_pass(&mut self, ext: &Extension) {
         self.role_settings.clear();
         self.row_locked.clear();
-        self.lookup_sql = format!(
-            "SELECT expire_after FROM {ext}.ttl_index \
-             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
-        );
+        self.lookup_sql = catalog::definition_lock_sql(ext);
     }
 
-    /// The steps of one batch of `index` inside its transaction: expire_after read again (see
-    /// [`Frame::expire_after`]); the table locked within
-    /// `jsonb_ttl.lock_timeout`, then its current names and owner read (an ALTER TABLE … OWNER
-    /// TO or a rename since the pass began shows at once); every deferrable check made
-    /// immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a
-    /// deferred check cannot be queued in the security-restricted operation a batch runs in,
-    /// see [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
-    /// owner, with the owner's settings and the worker's lock_timeout on top (our statements get
-    /// their planner pins while they are planned, see [`crate::planner`]). `None` when the TTL
-    /// index or the table no longer exists.
+    /// The steps of one batch of `index` inside its transaction: the table locked within
+    /// `jsonb_ttl.lock_timeout`; the TTL index's catalog row locked and its version checked
+    /// (see [`Frame::definition`]: a batch runs only under the definition it was built
+    /// from); the table's current names and owner read (an ALTER TABLE … OWNER TO or a rename
+    /// since the pass began shows at once); every deferrable check made immediate (`SET
+    /// CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a deferred check
+    /// cannot be queued in the security-restricted operation a batch runs in, see
+    /// [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
+    /// owner, with the owner's settings and the worker's lock_timeout on top (our statements
+    /// get their planner pins while they are planned, see [`crate::planner`]). `None` when the
+    /// TTL index or the table no longer exists, or the definition changed ([`Frame::changed`]).
     pub(super) fn run<R>(
         &mut self,
         index: &TtlIndex,
         f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
     ) -> Option<R> {
+        self.changed = false;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
         let settings = deleter::batch_settings(&lock_timeout);
-        let expire_after = self.expire_after(index)?;
         gucs::with_settings(&settings, || {
             // The DELETE's own lock, taken first (within lock_timeout).
             unsafe {
                 pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
             };
+            let expire_after = self.definition(index)?;
             // A partition dropped or detached since the pass began: nothing to purge.
             let current = catalog::with_current_names(index)?;
             if let Some(shard) = index.shard {
@@ -85,28 +89,43 @@ impl Frame {
         })
     }
 
-    /// `index`'s expire_after, read again from the catalog (so ttl_index_alter and
-    /// ttl_index_drop take effect mid-pass; 0 for the rows with a TTL of their own, see
-    /// [`crate::row_ttl`]); `None` when the TTL index is gone.
-    fn expire_after(&mut self, index: &TtlIndex) -> Option<pgrx::datum::Interval> {
+    /// `index`'s expire_after, once its catalog row is locked until the batch's transaction
+    /// ends (`FOR SHARE`: a `ttl_index_alter`, `ttl_index_pause` or `ttl_index_drop` either
+    /// committed before, or waits for the batch) and found at the version `index` was loaded
+    /// from: the committed definition governs each batch (docs/guarantees.md). `None` when the
+    /// TTL index is gone, a change of it is under way (the row is locked: `SKIP LOCKED`, no
+    /// wait), or it changed since it was loaded (then [`Frame::changed`] is set). 0 for the
+    /// rows with a TTL of their own (see [`crate::row_ttl`]).
+    fn definition(&mut self, index: &TtlIndex) -> Option<pgrx::datum::Interval> {
         let lookup = prepared(
             &mut self.lookups,
             pg_sys::InvalidOid,
             &self.lookup_sql,
             &[pgrx::PgBuiltInOids::OIDOID],
         );
-        let expire_after = Spi::connect(|client| {
-            let rows = client.select(lookup, Some(1), &[index.root.into()])?;
+        let found = Spi::connect_mut(|client| {
+            let rows = client.update(lookup, Some(1), &[index.root.into()])?;
             match rows.is_empty() {
-                true => Ok(None), // dropped since the pass began
-                false => rows.first().get_one::<pgrx::datum::Interval>(),
+                true => Ok(None), // dropped, or a change of it under way
+                false => rows
+                    .first()
+                    .get_two::<pgrx::datum::Interval, String>()
+                    .map(Some),
             }
         })
-        .unwrap_or_else(|e| error!("cannot read the TTL catalog: {e}"))?;
+        .unwrap_or_else(|e: pgrx::spi::SpiError| error!("cannot read the TTL catalog: {e}"));
+        let Some((expire_after, version)) = found else {
+            self.changed = true;
+            return None;
+        };
+        if version.as_deref() != Some(index.version.as_str()) {
+            self.changed = true;
+            return None;
+        }
         // the rows with a TTL of their own are keyed on their expiry: no expire_after
         Some(match index.part {
             catalog::Part::OwnTtl => pgrx::datum::Interval::from_micros(0),
-            _ => expire_after,
+            _ => expire_after?,
         })
     }
 }

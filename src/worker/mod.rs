@@ -21,7 +21,7 @@ mod targets;
 mod visit;
 
 use crate::bgw::{self, handle_signals, sleep};
-use crate::catalog;
+use crate::catalog::{self, TtlIndex};
 use crate::deleter::Batch;
 use crate::extension::Extension;
 use crate::txn::in_transaction;
@@ -63,13 +63,15 @@ struct Worker {
     /// TTL indexes the safety brake paused in this pass (their other partitions wait too).
     paused_roots: std::collections::HashSet<Oid>,
     /// Tables whose backlog the safety brake let through, until a visit drains it, with the
-    /// expire_after it was counted under (a changed one is counted again: the brake is there
-    /// for a wrong expire_after most of all).
-    brake_checked: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
+    /// version of the definition it was counted under ([`catalog::TtlIndex::version`]): any
+    /// change of the definition (a shorter expire_after, a wider filter, a new time zone…) is
+    /// counted again, between passes as mid-visit (a batch runs only under the version it was
+    /// built from).
+    brake_checked: HashMap<(Oid, catalog::Part), String>,
     /// Partitioned tables whose expired rows the safety brake counted in this pass, in all
-    /// their partitions, and let through, with the expire_after it counted under: their other
+    /// their partitions, and let through, with the version it counted under: their other
     /// partitions are not counted again until the next pass.
-    brake_checked_roots: HashMap<(Oid, catalog::Part), (i32, i32, i64)>,
+    brake_checked_roots: HashMap<(Oid, catalog::Part), String>,
     /// Tables whose oldest expired time is recorded in the statistics (see
     /// [`stats::tables_with_oldest_expired`]).
     lagging: std::collections::HashSet<(Oid, u8)>,
@@ -77,6 +79,12 @@ struct Worker {
     citus_sent: citus_sync::Sent,
     /// Slowing down for replicas and WAL (see [`crate::throttle`]).
     throttle: crate::throttle::Throttle,
+    /// When each rate-limited table's next batch is due (`max_removes_per_second`): its last
+    /// batch's start plus that batch's rows' share of a second. Kept across passes.
+    rate_due: HashMap<(Oid, catalog::Part), Instant>,
+    /// The rate-limited tables whose visit yielded with expired rows left (see
+    /// [`visit::RATE_SLICE`]): served between passes when due, until the next pass.
+    rate_pending: HashMap<(Oid, catalog::Part), TtlIndex>,
     /// The targets of the last pass, kept until what they were read from changes.
     kept: Option<targets::Kept>,
 }
@@ -202,6 +210,8 @@ impl Worker {
             citus_sent: Default::default(),
             throttle: Default::default(),
             kept: None,
+            rate_due: HashMap::new(),
+            rate_pending: HashMap::new(),
         }
     }
 
@@ -228,7 +238,53 @@ impl Worker {
                 debug1!("jsonb_ttl: other databases wait for a worker; this one yields its turn");
                 break;
             }
-            wait_for_next_pass(started);
+            self.wait_for_next_pass(&ext, started);
+        }
+    }
+
+    /// Waits until `frequency` ms after `started` (re-reading the frequency after each SIGHUP
+    /// so a shorter one takes effect at once), serving meanwhile the rate-limited tables whose
+    /// visit yielded, each when its next batch is due.
+    fn wait_for_next_pass(&mut self, ext: &Extension, started: Instant) {
+        loop {
+            handle_signals();
+            let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
+            let Some(until_pass) = frequency.checked_sub(started.elapsed()) else {
+                return;
+            };
+            match self.next_rate_limited() {
+                Some((target, wait)) if wait < until_pass => match wait.is_zero() {
+                    true => self.serve_rate_limited(ext, target),
+                    false => sleep(wait),
+                },
+                _ if until_pass.is_zero() => return,
+                _ => sleep(until_pass),
+            }
+        }
+    }
+
+    /// The rate-limited table that yielded whose next batch is due first, and how long until.
+    fn next_rate_limited(&self) -> Option<((Oid, catalog::Part), Duration)> {
+        let now = Instant::now();
+        self.rate_pending
+            .keys()
+            .map(|target| {
+                let due = self.rate_due.get(target).copied().unwrap_or(now);
+                (*target, due.saturating_duration_since(now))
+            })
+            .min_by_key(|(_, wait)| *wait)
+    }
+
+    /// Goes on with the visit of a rate-limited table between passes (it yields again if its
+    /// rate asks; a change of its definition ends it, as in a pass).
+    fn serve_rate_limited(&mut self, ext: &Extension, target: (Oid, catalog::Part)) {
+        let Some(index) = self.rate_pending.remove(&target) else {
+            return;
+        };
+        let in_window = in_transaction(|| catalog::in_window(&index)).ok();
+        if gucs::ENABLED.get() && matches!(in_window, Some(Ok(true))) {
+            self.purge(ext, &index);
+            report_idle();
         }
     }
 }
@@ -244,20 +300,6 @@ fn report_idle() {
     }
 }
 
-/// Waits until `frequency` ms after `started`, re-reading the frequency after each SIGHUP so a
-/// shorter one takes effect at once.
-fn wait_for_next_pass(started: Instant) {
-    loop {
-        handle_signals();
-        let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
-        let elapsed = started.elapsed();
-        if elapsed >= frequency {
-            return;
-        }
-        sleep(frequency - elapsed);
-    }
-}
-
 /// Which limit, if any, cut a table's purge short.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Limit {
@@ -269,4 +311,7 @@ enum Limit {
     /// A replica or the WAL rate held the worker back for a whole `frequency` (see
     /// [`crate::throttle`]): the pass ends, the next one tries again.
     Throttled,
+    /// The table's own rate (`max_removes_per_second`) asked for a wait longer than a visit
+    /// may take: it yields, and goes on between passes when due.
+    Rate,
 }

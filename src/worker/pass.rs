@@ -84,6 +84,10 @@ impl Worker {
         self.brake_checked
             .retain(|(table, _), _| tables.contains(table));
         self.brake_checked_roots.clear();
+        // the pass visits every table with expired rows: the ones that yielded to their rate
+        // go on there (when due)
+        self.rate_pending.clear();
+        self.rate_due.retain(|(table, _), _| tables.contains(table));
     }
 
     /// Visits every table of `indexes` once, starting at `next_start`, until the server-wide

@@ -19,9 +19,8 @@ impl Worker {
     pub(super) fn brake(&mut self, ext: &Extension, index: &TtlIndex) -> Brake {
         if !index.brake_available
             || index.brake_released
-            || self.brake_checked.get(&index.target()) == Some(&interval_key(index.expire_after))
-            || self.brake_checked_roots.get(&(index.root, index.part))
-                == Some(&interval_key(index.expire_after))
+            || self.brake_checked.get(&index.target()) == Some(&index.version)
+            || self.brake_checked_roots.get(&(index.root, index.part)) == Some(&index.version)
         {
             return Brake::Go;
         }
@@ -29,7 +28,7 @@ impl Worker {
         let reason = match counted {
             Ok(Some((Some(reason), _))) => reason,
             Ok(counted) => {
-                let key = interval_key(index.expire_after);
+                let key = index.version.clone();
                 match counted {
                     Some((None, true)) => self
                         .brake_checked_roots
@@ -115,11 +114,6 @@ fn few_entries(index: &TtlIndex, expire_after: &pgrx::datum::Interval, limit: i6
                 leaf_check::entries_before(index.table, index_oid, cutoff, limit + 1)
             })
             .is_some_and(|entries| entries <= limit)
-}
-
-/// An interval as a map value (months, days, microseconds).
-fn interval_key(interval: pgrx::datum::Interval) -> (i32, i32, i64) {
-    (interval.months(), interval.days(), interval.micros())
 }
 
 /// What the safety brake says before a visit.

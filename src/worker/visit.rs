@@ -40,6 +40,10 @@ struct Visit {
     rate: i64,
     /// When the visit began.
     started: Instant,
+    /// The TTL index's definition changed since the pass loaded it (see
+    /// [`super::frame::Frame::changed`]): the visit ended, the next pass goes on under the new
+    /// one.
+    changed: bool,
 }
 
 impl Visit {
@@ -66,6 +70,7 @@ impl Visit {
             max_rows,
             rate,
             started: Instant::now(),
+            changed: false,
         }
     }
 }
@@ -111,6 +116,11 @@ impl Worker {
             .min(visit.max_table - visit.removed as i64);
         if want <= 0 {
             visit.limit = Limit::Table;
+            return false;
+        }
+        if !self.rate_allows(index, visit) {
+            visit.limit = Limit::Rate;
+            self.rate_pending.insert(index.target(), index.clone());
             return false;
         }
         // a standby's lag, a slot's WAL or the WAL rate past its limit: wait, at most a frequency
@@ -175,8 +185,10 @@ impl Worker {
     ) -> bool {
         match outcome {
             Ok(None) => {
-                // The TTL index or the table is gone since the pass began: nothing to purge.
+                // The TTL index or the table is gone since the pass began, or the definition
+                // changed (the next pass goes on under the new one): nothing to purge now.
                 budget::give_back(granted);
+                visit.changed = self.frame.changed;
                 false
             }
             Ok(Some(outcome)) => {
@@ -187,11 +199,14 @@ impl Worker {
                 let took = batch_started.elapsed();
                 visit.rows = batch_size::next(granted, n, took, visit.target, visit.max_rows);
                 self.batch_rows.insert(index.table, visit.rows);
-                if !visit.purge.go_on(granted, outcome) {
-                    return false;
+                if visit.rate > 0 {
+                    // the next batch of this table is due once these rows' share of a second
+                    // at the rate has passed: in this visit if soon, else at a later one
+                    let share = Duration::from_secs_f64(n as f64 / visit.rate as f64);
+                    self.rate_due.insert(index.target(), batch_started + share);
                 }
-                throttle(n, batch_started, visit.rate);
-                true
+                handle_signals();
+                visit.purge.go_on(granted, outcome)
             }
             Err(e) => {
                 budget::give_back(granted);
@@ -210,6 +225,21 @@ impl Worker {
             index.stats_table(),
             self.undeletable.count(index.table) as u64,
         );
+        if visit.changed {
+            // not drained: what is expired under the new definition is for the next pass
+            let ended = Ended {
+                took: visit.started.elapsed(),
+                backlog: None,
+            };
+            return report(
+                index,
+                visit.removed,
+                Limit::None,
+                visit.error,
+                visit.note,
+                ended,
+            );
+        }
         if visit.limit == Limit::None && visit.error.is_none() {
             if self.undeletable.count(index.table) == 0 {
                 // drained: nothing expired is left (rows set aside stay, and so does their age)
@@ -270,16 +300,37 @@ fn report_stats_soon() {
     }
 }
 
-/// Sleeps as long as `rate` (rows per second: `jsonb_ttl.max_removes_per_second`, or the
-/// index's own) asks after removing `rows` in a batch that started at `batch_started`.
-fn throttle(rows: u64, batch_started: Instant, rate: i64) {
-    if rate > 0 {
-        let budgeted = Duration::from_secs_f64(rows as f64 / rate as f64);
-        if let Some(rest) = budgeted.checked_sub(batch_started.elapsed()) {
-            sleep(rest);
+/// The longest a visit waits for its rate (`max_removes_per_second`) before a batch.
+const RATE_WAIT: Duration = Duration::from_millis(250);
+
+/// The longest a rate-limited visit runs, its waits included, before it yields the worker:
+/// the worker, not a table's own rate, bounds a visit's time, so other tables keep their
+/// cadence. The table goes on between passes, as soon as its rate lets it
+/// ([`Worker::serve_rate_limited`]).
+pub(super) const RATE_SLICE: Duration = Duration::from_secs(1);
+
+impl Worker {
+    /// Whether `visit`'s next batch may run now under its rate: it is due (see
+    /// [`Worker::rate_due`]), or due within [`RATE_WAIT`] and the visit's [`RATE_SLICE`]
+    /// (then it waits here); else the visit yields.
+    fn rate_allows(&mut self, index: &TtlIndex, visit: &Visit) -> bool {
+        if visit.rate <= 0 {
+            return true;
         }
+        let Some(due) = self.rate_due.get(&index.target()) else {
+            return true;
+        };
+        let wait = due.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            return true;
+        }
+        if wait > RATE_WAIT || visit.started.elapsed() + wait > RATE_SLICE {
+            return false;
+        }
+        sleep(wait);
+        handle_signals();
+        true
     }
-    handle_signals();
 }
 
 /// How a visit ended: how long it took, and the expired rows it left (`None`: unknown).
