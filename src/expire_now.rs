@@ -29,11 +29,24 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         let indexes = catalog::load(&ext, None, Scope::Targets)
             .into_iter()
             .filter(|index| owner::has_privileges_of(index.owner))
+            .filter(purged_unnamed)
             .collect::<Vec<_>>();
         return expire_targets(&ext, &indexes, max_rows);
     };
     let table = owned_table(Some(tbl));
-    ttl_index_of(&ext, &table);
+    let index = ttl_index_of(&ext, &table);
+    if index.paused {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("the TTL index of {} is paused", table.name),
+            format!(
+                "Nothing goes while it is paused. To purge it: SELECT ttl_index_resume({}); \
+                 then SELECT ttl_expire_now({}).",
+                quote_literal(&table.name),
+                quote_literal(&table.name)
+            ),
+        );
+    }
     let here = expire_targets(
         &ext,
         &catalog::load(&ext, Some(table.oid), Scope::Targets),
@@ -43,6 +56,22 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         true => here + on_worker_nodes(&ext, &table, max_rows),
         false => here,
     }
+}
+
+/// Whether the caller's `ttl_expire_now()` (no table named) purges `index`: not while it is
+/// paused (by its owner, an operator or the safety brake) nor outside its delete window, as
+/// the worker leaves it; each one left is said in a NOTICE.
+fn purged_unnamed(index: &crate::catalog::TtlIndex) -> bool {
+    let why = match (index.paused, index.in_window) {
+        (true, _) => "it is paused (ttl_index_resume() ends that)",
+        (false, false) => "it is outside its delete window",
+        (false, true) => return true,
+    };
+    notice!(
+        "jsonb_ttl: {} skipped: {why}",
+        index.display_name
+    );
+    false
 }
 
 /// On a Citus worker node, for the coordinator's `ttl_expire_now(tbl)`: removes the expired rows

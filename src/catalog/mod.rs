@@ -109,24 +109,25 @@ pub enum Scope {
 /// index was created on, `rn`) is valid and ready on the target table `l.relid`: itself, or
 /// for a partition its partition of that index (the part of the load query below). A restore
 /// creates the index after the catalog row, and a failed `CREATE INDEX CONCURRENTLY` leaves it
-/// invalid.
+/// invalid. Names are looked up in `pg_class`, not through `to_regclass`, which checks the
+/// caller's USAGE on the schema: an owner's `ttl_expire_now()` must not fail on another owner's
+/// schema it cannot use.
 fn index_ready_sql(name: &str) -> String {
     format!(
         "EXISTS (SELECT FROM pg_catalog.pg_index i, \
-                   (SELECT pg_catalog.to_regclass(pg_catalog.quote_ident(rn.nspname::pg_catalog.text) \
-                      OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
-                      pg_catalog.quote_ident({name})) AS oid) ttl \
+                   (SELECT (SELECT x.oid FROM pg_catalog.pg_class x \
+                            WHERE x.relnamespace OPERATOR(pg_catalog.=) rn.oid \
+                              AND x.relname OPERATOR(pg_catalog.=) ({name})::pg_catalog.name) AS oid) ttl \
                  WHERE i.indrelid OPERATOR(pg_catalog.=) l.relid \
                    AND i.indisvalid AND i.indisready AND i.indislive \
                    AND (i.indexrelid OPERATOR(pg_catalog.=) ttl.oid \
                         OR ttl.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
                              SELECT p.relid::pg_catalog.oid \
                              FROM pg_catalog.pg_partition_ancestors(i.indexrelid) p)) \
-                        OR i.indexrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass( \
-                             pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
-                             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
-                             pg_catalog.quote_ident(({name}) OPERATOR(pg_catalog.||) '_' \
-                               OPERATOR(pg_catalog.||) l.shardid::pg_catalog.text))))"
+                        OR i.indexrelid OPERATOR(pg_catalog.=) (SELECT x.oid FROM pg_catalog.pg_class x \
+                             WHERE x.relnamespace OPERATOR(pg_catalog.=) n.oid \
+                               AND x.relname OPERATOR(pg_catalog.=) (({name}) OPERATOR(pg_catalog.||) '_' \
+                                   OPERATOR(pg_catalog.||) l.shardid::pg_catalog.text)::pg_catalog.name)))"
     )
 }
 

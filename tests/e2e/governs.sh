@@ -9,6 +9,8 @@
 # - a pause reason is bounded, and a catalog row no jsonb can hold (a 256 MiB reason written by
 #   a superuser) stops no one's purge, nor its owner's resume;
 # - one owner's rate limit of 1 row/s does not hold another owner's purge;
+# - a tenant's names (63 × U+0001, six bytes each in JSON) blank no one's metrics: the shipped
+#   exporter queries (monitoring/postgres_exporter.yaml), run as a pg_monitor role;
 # - a server in binary-upgrade mode (pg_upgrade's `postgres -b`) runs no worker.
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-governs 28864 "jsonb_ttl.frequency = 200" "jsonb_ttl.max_table_fraction = 0.5" \
@@ -157,7 +159,27 @@ echo "  (other drained $(($(now_ms) - start)) ms after its insert; slow has $(q 
 expect_eq "and the slow table keeps its rate: at most 2 batches of 100 in its first seconds" t \
   "$(q rates -c "SELECT count(*) >= 800 FROM slow")"
 
-echo "7. no worker in binary-upgrade mode (pg_upgrade)"
+echo "7. a tenant's names blank no one's metrics"
+# the query of namespace $1 in the shipped exporter file
+exporter_query() {
+  awk -v ns="$1:" '$0 == ns { on = 1; next } on && /^  query: \|/ { q = 1; next }
+                   on && q && /^  metrics:/ { exit } on && q { sub(/^    /, ""); print }' "${EXPORTER_FILE:-$ROOT/monitoring/postgres_exporter.yaml}"
+}
+q postgres -c "CREATE ROLE monitor LOGIN IN ROLE pg_monitor" -c "CREATE ROLE tenant LOGIN"
+q reasons -c "GRANT CREATE ON DATABASE reasons TO tenant"
+as tenant reasons -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SELECT format('CREATE SCHEMA %I', repeat(chr(1), 63)) \gexec
+SELECT format('CREATE TABLE %I.%I (id int, doc jsonb)', repeat(chr(1), 63), repeat(chr(1), 63)) \gexec
+SELECT format('SELECT FROM ttl_index_create(%L, %L, 0)', quote_ident(repeat(chr(1), 63)) || '.' || quote_ident(repeat(chr(1), 63)), 'at') \gexec
+SQL
+out=$(exporter_query jsonb_ttl_table | as monitor reasons -v ON_ERROR_STOP=1 -f - 2>&1)
+expect_eq "jsonb_ttl_table as pg_monitor: every TTL table's series, bob's among them" "1|3" \
+  "$(echo "$out" | awk -F'|' '$2 == "bob_t" { b++ } { n++ } END { print b + 0 "|" n + 0 }')"
+for ns in jsonb_ttl_backlog jsonb_ttl_never_expire jsonb_ttl_pause; do
+  expect_eq "$ns as pg_monitor: no error" "" "$(exporter_query $ns | as monitor reasons -v ON_ERROR_STOP=1 -f - 2>&1 | grep ERROR || true)"
+done
+
+echo "8. no worker in binary-upgrade mode (pg_upgrade)"
 "$ROOT/scripts/cluster.sh" stop "$CLUSTER"
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w -o "-b" start >/dev/null
 q rates -c "INSERT INTO other SELECT g, 'log', '{\"at\": 1}' FROM generate_series(1, 90) g"
