@@ -11,6 +11,8 @@
 # - one owner's rate limit of 1 row/s does not hold another owner's purge;
 # - a tenant's names (63 × U+0001, six bytes each in JSON) blank no one's metrics: the shipped
 #   exporter queries (monitoring/postgres_exporter.yaml), run as a pg_monitor role;
+# - ttl_expire_now(): a named paused table refused, the unnamed form skips paused tables, and a
+#   table owner's call purges theirs beside another owner's schema they cannot use;
 # - a server in binary-upgrade mode (pg_upgrade's `postgres -b`) runs no worker.
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-governs 28864 "jsonb_ttl.frequency = 200" "jsonb_ttl.max_table_fraction = 0.5" \
@@ -179,7 +181,27 @@ for ns in jsonb_ttl_backlog jsonb_ttl_never_expire jsonb_ttl_pause; do
   expect_eq "$ns as pg_monitor: no error" "" "$(exporter_query $ns | as monitor reasons -v ON_ERROR_STOP=1 -f - 2>&1 | grep ERROR || true)"
 done
 
-echo "8. no worker in binary-upgrade mode (pg_upgrade)"
+echo "8. ttl_expire_now as an operator types it"
+q postgres -c "CREATE DATABASE now_db" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+q now_db -c "CREATE EXTENSION jsonb_ttl" -c "GRANT CREATE ON DATABASE now_db TO alice, bob"
+for who in alice bob; do
+  as $who now_db -v ON_ERROR_STOP=1 >/dev/null <<SQL
+CREATE SCHEMA ${who}_s;
+CREATE TABLE ${who}_s.t (id int, doc jsonb);
+INSERT INTO ${who}_s.t SELECT g, '{"at": 1}' FROM generate_series(1, 50) g;
+SELECT FROM ttl_index_create('${who}_s.t', 'at', 0);
+SQL
+done
+expect_eq "alice's ttl_expire_now() purges her table beside bob's schema she cannot use" "ok|50" \
+  "$(outcome alice now_db "SELECT ttl_expire_now()")|$(q now_db -c "SELECT count(*) FROM bob_s.t")"
+as bob now_db -c "SELECT ttl_index_pause('bob_s.t')" >/dev/null
+expect_eq "the superuser's ttl_expire_now() skips bob's paused table" "0|50" \
+  "$(q now_db -c "SELECT ttl_expire_now()")|$(q now_db -c "SELECT count(*) FROM bob_s.t")"
+expect_eq "a named paused table is refused" "the TTL index of bob_s.t is paused" \
+  "$(outcome bob now_db "SELECT ttl_expire_now('bob_s.t')")"
+q postgres -c "ALTER SYSTEM RESET jsonb_ttl.enabled" -c "SELECT pg_reload_conf()" >/dev/null
+
+echo "9. no worker in binary-upgrade mode (pg_upgrade)"
 "$ROOT/scripts/cluster.sh" stop "$CLUSTER"
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w -o "-b" start >/dev/null
 q rates -c "INSERT INTO other SELECT g, 'log', '{\"at\": 1}' FROM generate_series(1, 90) g"
