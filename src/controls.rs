@@ -271,9 +271,10 @@ pub(crate) fn first_backlog(ext: &Extension, table: &Table) -> Option<i64> {
         return Some(0);
     }
     let paused = index.paused;
-    if !paused {
-        crate::table::set_column(ext, table, "brake_released", true.into());
-    }
+    // released now, paused or not: a TTL index created paused keeps the release through its
+    // pause, and its ttl_index_resume() lets the first backlog go (an alter meanwhile holds the
+    // brake again: the backlog it reviewed is no longer the one that goes)
+    crate::table::set_column(ext, table, "brake_released", true.into());
     let resume = format!(
         "ttl_index_resume({})",
         pgrx::spi::quote_literal(&index.display_name)
