@@ -72,15 +72,18 @@ PY
       rm -rf "$dir/wheel" ;;
     17)
       apt-get install -y -qq bison flex libreadline-dev zlib1g-dev curl bzip2 >/dev/null
+      # from the Debian archive this machine's apt uses (scripts/debian-mirror.sh)
       curl -fsS -o "$dir/postgresql-17.tar.bz2" \
-        http://deb.debian.org/debian/pool/main/p/postgresql-17/postgresql-17_17.11.orig.tar.bz2
+        "$("$(dirname "$0")/debian-mirror.sh")/pool/main/p/postgresql-17/postgresql-17_17.11.orig.tar.bz2"
       build_from_source "$dir/postgresql-17.tar.bz2"
       rm -f "$dir/postgresql-17.tar.bz2" ;;
     18)
       apt-get install -y -qq bison flex libreadline-dev zlib1g-dev dpkg-dev bzip2 >/dev/null
       src_list=/etc/apt/sources.list.d/jsonb_ttl-pg-src.sources
       if [ ! -f "$src_list" ]; then
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$src_list"
+        # sid's sources from the Debian archive this machine's apt uses (scripts/debian-mirror.sh)
+        printf 'Types: deb-src\nURIs: %s\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+          "$("$(dirname "$0")/debian-mirror.sh")" >"$src_list"
         apt-get update -qq
       fi
       (cd "$dir" && apt-get source -q --download-only postgresql-18 >/dev/null 2>&1)

@@ -80,7 +80,8 @@ have_wal2json() {
   else
     local src_list=/etc/apt/sources.list.d/jsonb_ttl-pg-src.sources build
     if ! grep -rqs '^Types: deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-      printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$src_list"
+      printf 'Types: deb-src\nURIs: %s\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        "$("$ROOT/scripts/debian-mirror.sh")" >"$src_list"
       apt-get update -qq >/dev/null 2>&1 || true
     fi
     command -v dpkg-source >/dev/null || apt-get install -y -qq dpkg-dev >/dev/null 2>&1 || true

@@ -3,7 +3,7 @@
 # postmaster setting), and says so when it is full instead of reusing another table's entry.
 # Here max_tables = 100 (its minimum), with 150 TTL tables in one database and more in another.
 source "$(dirname "$0")/lib.sh"
-start_cluster e2e-many-tables 28847 "jsonb_ttl.frequency = 300" "jsonb_ttl.max_tables = 100"
+start_cluster e2e-many-tables 28849 "jsonb_ttl.frequency = 300" "jsonb_ttl.max_tables = 100"
 
 expect_eq "jsonb_ttl.max_tables needs a restart" "postmaster" \
   "$(q postgres -c "SELECT context FROM pg_settings WHERE name = 'jsonb_ttl.max_tables'")"
