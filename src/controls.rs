@@ -142,6 +142,10 @@ pub(crate) fn set(ext: &Extension, table: &Table, controls: &Controls) {
         return;
     }
     crate::citus::check_managed_here(table.oid, &table.name);
+    if controls.replication_origin == Some(true) {
+        let owner = owner::table_owner(table.oid).unwrap_or(pg_sys::InvalidOid);
+        crate::origin::check_owner(owner, &table.name);
+    }
     let sets: Vec<String> = columns
         .iter()
         .enumerate()

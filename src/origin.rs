@@ -81,8 +81,20 @@ impl Stream {
         })
     }
 
-    /// Inside the batch's transaction, as the worker, before the owner's code runs: waits for
-    /// the origin (see the module's text) and sets it up for this transaction.
+    /// First in the batch's transaction, as the worker, before the batch's own time limits
+    /// are armed: waits for the origin (see the module's text), within a budget of its own
+    /// (`jsonb_ttl.batch_timeout`, as a lock timeout), so a batch never spends its time
+    /// limit waiting for another database's batches.
+    pub fn acquire(&self) {
+        if let Some(id) = self.origin {
+            register_callback();
+            let wait = format!("{}ms", crate::gucs::BATCH_TIMEOUT_MS.get());
+            crate::gucs::with_settings(&[(c"lock_timeout", wait.as_str())], || lock_origin(id));
+        }
+    }
+
+    /// Then, as the worker, before the owner's code runs: sets the origin up for this
+    /// transaction.
     pub fn begin(&self) {
         if let Some(id) = self.origin {
             set_up(id);
@@ -159,11 +171,9 @@ fn find_or_create() -> RepOriginId {
     }
 }
 
-/// Waits for the origin `id`, checks it still is ours, and sets it up for the current
-/// transaction (see the module's text).
+/// Checks the origin `id` (locked by [`Stream::acquire`]) still is ours, and sets it up for
+/// the current transaction (see the module's text).
 fn set_up(id: RepOriginId) {
-    register_callback();
-    lock_origin(id);
     // dropped (and perhaps its id reused) since it was found: found again by the next batch
     let mut name: *mut std::ffi::c_char = std::ptr::null_mut();
     let same = unsafe { pg_sys::replorigin_by_oid(id, true, &mut name) }
@@ -190,8 +200,8 @@ fn set_up(id: RepOriginId) {
 }
 
 /// Takes the origin's lock for the current transaction (SHARE UPDATE EXCLUSIVE on the shared
-/// object), waiting for the batch of another database that holds it; a wait cut short (by
-/// `jsonb_ttl.batch_timeout`, a cancel) says what it waited for.
+/// object), waiting for the batch of another database that holds it; a wait cut short (by its
+/// lock timeout, a cancel) says what it waited for.
 fn lock_origin(id: RepOriginId) {
     PgTryBuilder::new(|| unsafe {
         pg_sys::LockSharedObject(
@@ -201,22 +211,66 @@ fn lock_origin(id: RepOriginId) {
             pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE,
         )
     })
-    .catch_when(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, |caught| {
-        let why = match &caught {
-            pg_sys::panic::CaughtError::PostgresError(e)
-            | pg_sys::panic::CaughtError::ErrorReport(e) => e.message().to_string(),
-            pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_string(),
+    .catch_when(PgSqlErrorCode::ERRCODE_QUERY_CANCELED, gave_up)
+    .catch_when(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE, gave_up)
+    .execute()
+}
+
+/// The error of a wait for the origin cut short.
+fn gave_up(caught: pg_sys::panic::CaughtError) {
+    let why = match &caught {
+        pg_sys::panic::CaughtError::PostgresError(e)
+        | pg_sys::panic::CaughtError::ErrorReport(e) => e.message().to_string(),
+        pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_string(),
+    };
+    crate::error::raise(
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+        format!(
+            "replication_origin: gave up waiting for the replication origin jsonb_ttl, \
+             which a batch of another database holds: {why}"
+        ),
+        "Batches that carry the origin take turns across databases.",
+    )
+}
+
+/// Whether `role` may write under a replication origin by PostgreSQL's own rule: a superuser,
+/// or a role granted EXECUTE on `pg_replication_origin_session_setup` (revoked from PUBLIC).
+/// The table owner's code (triggers, rules, policies) runs inside a batch that carries the
+/// origin, so `replication_origin` is for such owners only: it must not hand anyone else a
+/// way to hide their writes from `origin = none` subscribers.
+pub fn may_write_under_origin(role: pg_sys::Oid) -> bool {
+    let superuser = unsafe { pg_sys::superuser_arg(role) };
+    superuser
+        || crate::read::one::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_proc p \
+               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'pg_catalog'::pg_catalog.regnamespace \
+                 AND p.proname OPERATOR(pg_catalog.=) 'pg_replication_origin_session_setup'::pg_catalog.name \
+                 AND pg_catalog.has_function_privilege($1, p.oid, 'EXECUTE'))",
+            &[role.into()],
+        )
+        .unwrap_or(false)
+}
+
+/// Refuses `replication_origin` for a table whose owner may not write under an origin (see
+/// [`may_write_under_origin`]).
+pub fn check_owner(owner: pg_sys::Oid, table: &str) {
+    if !may_write_under_origin(owner) {
+        let name = unsafe { pg_sys::GetUserNameFromId(owner, true) };
+        let name = match name.is_null() {
+            true => owner.to_u32().to_string(),
+            false => unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned(),
         };
         crate::error::raise(
-            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(
-                "replication_origin: gave up waiting for the replication origin jsonb_ttl, \
-                 which a batch of another database holds: {why}"
+                "replication_origin: the owner of {table}, {name}, may not write under a \
+                 replication origin"
             ),
-            "Batches that carry the origin take turns across databases.",
-        )
-    })
-    .execute()
+            "The owner's triggers run inside the batches that carry it. PostgreSQL lets only \
+             superusers and roles granted EXECUTE on pg_replication_origin_session_setup do \
+             that: grant it to the owner, or leave replication_origin off.",
+        );
+    }
 }
 
 /// Registers [`at_transaction_end`], once per process.

@@ -251,6 +251,9 @@ fn in_frame<R>(
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
+        // the origin first, within a wait of its own: another database's batches that carry
+        // it never use this batch's time limit up
+        stream.acquire();
         let _timer = BatchTimer::arm(gucs::BATCH_TIMEOUT_MS.get());
         let _deadline = Deadline::arm(
             index.stats_table(),

@@ -75,6 +75,10 @@ impl Frame {
                 return None; // detached since the pass began: no longer this TTL index's
             }
             let owner = owner::table_owner(index.table)?;
+            if index.replication_origin {
+                // the owner's code runs under the origin: only an owner who may write under one
+                crate::origin::check_owner(owner, &current.display_name);
+            }
             deleter::check_all_now();
             let owner_settings = self
                 .role_settings

@@ -268,7 +268,7 @@ expect_eq "e. no 'already active' error in the server log" 0 \
 
 echo "-- f. the table owner's trigger against the origin"
 q postgres -c "CREATE ROLE tenant LOGIN"
-q app -c "GRANT CREATE ON SCHEMA public TO tenant"
+q app -c "GRANT CREATE ON SCHEMA public TO tenant" -c "SELECT FROM pg_replication_origin_create('tenant_origin')"
 as tenant app -v ON_ERROR_STOP=1 <<'SQL' >/dev/null
 CREATE TABLE attempts (what text);
 CREATE TABLE owned (id int PRIMARY KEY, doc jsonb NOT NULL);
@@ -278,7 +278,7 @@ BEGIN
   BEGIN PERFORM pg_replication_origin_session_reset();
         INSERT INTO attempts VALUES ('reset: done');
   EXCEPTION WHEN OTHERS THEN INSERT INTO attempts VALUES ('reset: ' || SQLERRM); END;
-  BEGIN PERFORM pg_replication_origin_session_setup('jsonb_ttl');
+  BEGIN PERFORM pg_replication_origin_session_setup('tenant_origin');
         INSERT INTO attempts VALUES ('setup: done');
   EXCEPTION WHEN OTHERS THEN INSERT INTO attempts VALUES ('setup: ' || SQLERRM); END;
   BEGIN INSERT INTO attempts SELECT 'is_setup: ' || pg_replication_origin_session_is_setup();
@@ -286,6 +286,26 @@ BEGIN
   RETURN OLD;
 END $$;
 CREATE TRIGGER meddle BEFORE DELETE ON owned FOR EACH ROW EXECUTE FUNCTION meddle();
+SQL
+# PostgreSQL lets only superusers, and roles granted EXECUTE on
+# pg_replication_origin_session_setup, write under an origin: the owner's code runs inside the
+# batches that carry it, so replication_origin is for such owners only.
+expect_eq "f. replication_origin refused for a table whose owner may not write under an origin" \
+  "replication_origin: the owner of public.owned, tenant, may not write under a replication origin" \
+  "$(outcome postgres app "SELECT FROM ttl_index_alter('owned', replication_origin => true)")"
+# set in the catalog by hand (or under a library without that rule): the batches refuse it
+q app -c "UPDATE ttl_index SET replication_origin = true WHERE table_oid = 'owned'::regclass"
+expired app owned 1 3
+refused() { [ "$(q app -c "SELECT last_error LIKE '%may not write under a replication origin%' FROM ttl_stats WHERE table_name = 'owned'::regclass")" = t ]; }
+wait_for "f. set by hand, the batches refuse it: ttl_stats says why" 10 refused
+expect_eq "f. and nothing is deleted" 3 "$(count app owned)"
+q app -c "DELETE FROM owned" -c "TRUNCATE attempts" -c "UPDATE ttl_index SET replication_origin = false WHERE table_oid = 'owned'::regclass"
+# granted the right to (every overload: 18 has one more), the owner may have it
+q app >/dev/null <<'SQL'
+DO $$ DECLARE f regprocedure; BEGIN
+  FOR f IN SELECT oid::regprocedure FROM pg_proc WHERE proname = 'pg_replication_origin_session_setup' LOOP
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO tenant', f);
+  END LOOP; END $$;
 SQL
 options app owned true false
 if [ $HAVE_TD = 1 ]; then
@@ -303,14 +323,14 @@ else
 fi
 expired app owned 1 3
 wait_for "f. the owner's rows are purged, the trigger notwithstanding" 10 rows_are app owned 0
-expect_eq "f. the trigger may not reset the origin, nor set one up, nor read it" \
-  "is_setup: permission denied for function pg_replication_origin_session_is_setup|reset: permission denied for function pg_replication_origin_session_reset|setup: permission denied for function pg_replication_origin_session_setup" \
-  "$(q app -c "SELECT string_agg(DISTINCT what, '|' ORDER BY what) FROM attempts")"
+expect_eq "f. the trigger may not reset the origin, nor set up another, nor read it" \
+  "is_setup: permission denied for function pg_replication_origin_session_is_setup|reset: permission denied for function pg_replication_origin_session_reset|setup: refused" \
+  "$(q app -c "SELECT string_agg(w, '|' ORDER BY w) FROM (SELECT DISTINCT CASE WHEN what LIKE 'setup: %' AND what <> 'setup: done' THEN 'setup: refused' ELSE what END AS w FROM attempts) a")"
 expect_eq "f. the deletes carried the origin all the same (0 local, 3 in all)" "0 3" \
   "$(owned_deletes "$local_opt") $(owned_deletes "$all_opt")"
 
-# A superuser's mistake: EXECUTE granted to the owner. The trigger resets the origin (and
-# would set up another): the batch rolls back instead of committing without it.
+# A superuser's mistake: EXECUTE on the reset granted to the owner too. The trigger resets the
+# origin and sets up another: the batch rolls back instead of committing under it.
 q app -c "GRANT EXECUTE ON FUNCTION pg_replication_origin_session_reset() TO tenant" \
   -c "TRUNCATE attempts"
 expired app owned 11 12
