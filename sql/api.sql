@@ -254,7 +254,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_index_drop(tbl) $$;
 COMMENT ON FUNCTION ttl_index_drop(regclass) IS 'Drops the TTL index of a table and its catalog entry.';
 
-CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT NULL, max_rows bigint DEFAULT NULL)
+-- No table named: '-' (no table), so that a NULL (a mistyped to_regclass()) is an error.
+CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT '-'::pg_catalog.regclass, max_rows bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp

@@ -8,13 +8,15 @@ use crate::error::raise;
 use crate::extension::Extension;
 use crate::table::{owned_table, ttl_index_of, Table};
 use crate::{citus, deleter, gucs, owner};
-use pgrx::pg_sys::Oid;
+use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
 use pgrx::PgSqlErrorCode;
 
 /// Removes the expired rows of the TTL index of `tbl` (of every table whose owner's
-/// privileges the caller has, when `None`), at most `max_rows`; the rows removed.
+/// privileges the caller has, when no table is named: `'-'::regclass`, the SQL function's
+/// default), at most `max_rows`; the rows removed. A NULL table is an error: a mistyped name
+/// through `to_regclass` must not purge every table.
 pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     let max_rows = max_rows.unwrap_or(i64::MAX);
     if max_rows < 0 {
@@ -25,6 +27,18 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         );
     }
     let ext = Extension::current();
+    let tbl = match tbl {
+        Some(oid) if oid == pg_sys::InvalidOid => None,
+        // 0.3.0's SQL and older pass NULL for no table
+        None if ext.sql_before_0_4() => None,
+        None => raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "ttl_expire_now: the table is NULL",
+            "Name a table with a TTL index (to_regclass() returns NULL for a name that does \
+             not exist), or call ttl_expire_now() with no table for every table you own.",
+        ),
+        Some(oid) => Some(oid),
+    };
     let Some(tbl) = tbl else {
         let indexes = catalog::load(&ext, None, Scope::Targets)
             .into_iter()

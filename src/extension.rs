@@ -83,6 +83,18 @@ impl Extension {
         .expect("the TTL catalog exists")
     }
 
+    /// Whether the database's SQL is older than 0.4.0 (`pg_extension.extversion`), whose
+    /// `ttl_expire_now` passed NULL for "no table" (0.4.0's passes `'-'::regclass`, so that a
+    /// NULL named by mistake is an error).
+    pub fn sql_before_0_4(&self) -> bool {
+        crate::read::one::<String>(
+            "SELECT extversion FROM pg_catalog.pg_extension \
+             WHERE extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name",
+            &[],
+        )
+        .is_some_and(|v| matches!(v.as_str(), "0.1.0" | "0.2.0" | "0.3.0"))
+    }
+
     /// Whether the catalog has the `time_zone` column of 0.2.0: a database still at 0.1.0's
     /// SQL (before `ALTER EXTENSION jsonb_ttl UPDATE`) lacks it, and the library serves it all
     /// the same, reading its timestamp columns as UTC as 0.1.0 did. (Loads read the column

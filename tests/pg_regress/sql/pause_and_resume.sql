@@ -1,4 +1,5 @@
--- What a pause and a resume do, and what ttl_expire_now does with a paused TTL index.
+-- What a pause and a resume do, and what ttl_expire_now does with a paused TTL index (and
+-- with a table that is NULL).
 -- (tests/e2e/governs.sh has the worker obey a pause, an alter and the brake mid-visit.)
 \set SHOW_CONTEXT never
 \set VERBOSITY default
@@ -30,6 +31,9 @@ SELECT ttl_index_pause('sessions');
 SELECT expire_after FROM ttl_index_alter('sessions', interval '2 hours');
 SELECT ttl_index_resume('sessions');
 SELECT paused_at IS NULL AS running, brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass;
+
+-- A table name mistyped through to_regclass() is NULL: an error, not a purge of every table.
+SELECT ttl_expire_now(to_regclass('sesions'));
 
 -- Running, ttl_expire_now purges (the brake is the worker's, not the operator's).
 SELECT ttl_expire_now('sessions');
