@@ -26,7 +26,8 @@ test: deps unit regress isolation e2e
 ## the pg_regress and isolation golden files and the worker's end-to-end tests (worker, kept_targets,
 ## security: the 16+ ownership checks of the hooks, attacks, traps, upgrade, brake, dump_restore,
 ## options, partitions, change_streams: the subscribers with origin = none / any; replicas:
-## pg_stat_replication, slots and WAL counts as each major has them).
+## pg_stat_replication, slots and WAL counts as each major has them; pg_upgrade: from the major
+## before, 15 → 16, 16 → 17, 17 → 18, each kind of TTL index, no worker in pg_upgrade's servers).
 ## CI runs it after make test.
 MAJORS ?= 16 17 18
 test-majors: deps
@@ -34,7 +35,7 @@ test-majors: deps
 	  echo "== PostgreSQL $$v"; \
 	  pg_config=$$(scripts/pg-server.sh $$v); \
 	  $(MAKE) --no-print-directory PG=$$v PG_CONFIG=$$pg_config install regress isolation; \
-	  for t in worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas; do \
+	  for t in worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas pg_upgrade; do \
 	    echo "== PostgreSQL $$v: tests/e2e/$$t.sh"; \
 	    PG_CONFIG=$$pg_config tests/e2e/$$t.sh; \
 	  done; \
@@ -105,7 +106,7 @@ isolation: install
 
 e2e: install
 	@set -e; for t in tests/e2e/[a-z]*.sh; do \
-	  case $$t in tests/e2e/lib.sh|tests/e2e/deb.sh|tests/e2e/citus*.sh) ;; *) echo "== $$t"; $$t ;; esac; done
+	  case $$t in tests/e2e/lib.sh|tests/e2e/deb.sh|tests/e2e/citus*.sh|tests/e2e/pg_upgrade.sh) ;; *) echo "== $$t"; $$t ;; esac; done
 
 ## make run: a local cluster (build/run) with jsonb_ttl preloaded and the demo loaded.
 run: deps install-release

@@ -81,10 +81,7 @@ fn purged_unnamed(index: &crate::catalog::TtlIndex) -> bool {
         (false, false) => "it is outside its delete window",
         (false, true) => return true,
     };
-    notice!(
-        "jsonb_ttl: {} skipped: {why}",
-        index.display_name
-    );
+    notice!("jsonb_ttl: {} skipped: {why}", index.display_name);
     false
 }
 

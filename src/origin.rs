@@ -258,7 +258,9 @@ pub fn check_owner(owner: pg_sys::Oid, table: &str) {
         let name = unsafe { pg_sys::GetUserNameFromId(owner, true) };
         let name = match name.is_null() {
             true => owner.to_u32().to_string(),
-            false => unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned(),
+            false => unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned(),
         };
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,

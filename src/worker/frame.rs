@@ -4,7 +4,7 @@
 //! statements as that owner ([`Frame::run`]); and what the batches of a pass keep between
 //! them.
 
-use super::batch::{prepared, Prepared};
+use super::statements::{prepared, Prepared};
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
 use crate::{deleter, gucs, owner};

@@ -16,7 +16,9 @@ mod batch;
 mod frame;
 mod pass;
 mod probe;
+mod rate;
 mod safety_brake;
+mod statements;
 mod targets;
 mod visit;
 
@@ -27,11 +29,11 @@ use crate::extension::Extension;
 use crate::txn::in_transaction;
 use crate::undeletable::Undeletable;
 use crate::{citus_sync, gucs, registry, stats};
-use batch::Prepared;
 use frame::Frame;
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
+use statements::Prepared;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -83,7 +85,7 @@ struct Worker {
     /// batch's start plus that batch's rows' share of a second. Kept across passes.
     rate_due: HashMap<(Oid, catalog::Part), Instant>,
     /// The rate-limited tables whose visit yielded with expired rows left (see
-    /// [`visit::RATE_SLICE`]): served between passes when due, until the next pass.
+    /// worker/rate.rs): served between passes when due, until the next pass.
     rate_pending: HashMap<(Oid, catalog::Part), TtlIndex>,
     /// The targets of the last pass, kept until what they were read from changes.
     kept: Option<targets::Kept>,
@@ -239,52 +241,6 @@ impl Worker {
                 break;
             }
             self.wait_for_next_pass(&ext, started);
-        }
-    }
-
-    /// Waits until `frequency` ms after `started` (re-reading the frequency after each SIGHUP
-    /// so a shorter one takes effect at once), serving meanwhile the rate-limited tables whose
-    /// visit yielded, each when its next batch is due.
-    fn wait_for_next_pass(&mut self, ext: &Extension, started: Instant) {
-        loop {
-            handle_signals();
-            let frequency = Duration::from_millis(gucs::FREQUENCY_MS.get() as u64);
-            let Some(until_pass) = frequency.checked_sub(started.elapsed()) else {
-                return;
-            };
-            match self.next_rate_limited() {
-                Some((target, wait)) if wait < until_pass => match wait.is_zero() {
-                    true => self.serve_rate_limited(ext, target),
-                    false => sleep(wait),
-                },
-                _ if until_pass.is_zero() => return,
-                _ => sleep(until_pass),
-            }
-        }
-    }
-
-    /// The rate-limited table that yielded whose next batch is due first, and how long until.
-    fn next_rate_limited(&self) -> Option<((Oid, catalog::Part), Duration)> {
-        let now = Instant::now();
-        self.rate_pending
-            .keys()
-            .map(|target| {
-                let due = self.rate_due.get(target).copied().unwrap_or(now);
-                (*target, due.saturating_duration_since(now))
-            })
-            .min_by_key(|(_, wait)| *wait)
-    }
-
-    /// Goes on with the visit of a rate-limited table between passes (it yields again if its
-    /// rate asks; a change of its definition ends it, as in a pass).
-    fn serve_rate_limited(&mut self, ext: &Extension, target: (Oid, catalog::Part)) {
-        let Some(index) = self.rate_pending.remove(&target) else {
-            return;
-        };
-        let in_window = in_transaction(|| catalog::in_window(&index)).ok();
-        if gucs::ENABLED.get() && matches!(in_window, Some(Ok(true))) {
-            self.purge(ext, &index);
-            report_idle();
         }
     }
 }

@@ -223,21 +223,3 @@ fn forget_dropped(indexes: &mut Vec<TtlIndex>, root: Oid, busy: &[Oid], gone: &[
                 .unwrap_or(false))
     });
 }
-
-/// Records the oldest expired time of `table` (`None`: nothing expired is left) in the
-/// statistics, for `ttl_stats.oldest_expired`; shared memory is written only when there is a
-/// lag or one goes, not for each idle table of each pass.
-pub(super) fn record_lag(
-    lagging: &mut HashSet<(Oid, u8)>,
-    index: &TtlIndex,
-    oldest: Option<TimestampWithTimeZone>,
-) {
-    let key = (index.table, index.stats_part());
-    let was = match oldest {
-        Some(_) => !lagging.insert(key),
-        None => lagging.remove(&key),
-    };
-    if oldest.is_some() || was {
-        stats::record_oldest_expired(key.0, key.1, oldest);
-    }
-}

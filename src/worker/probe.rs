@@ -2,8 +2,8 @@
 //! from each TTL index's btree when it can tell (see [`crate::leaf_check`]), else by a prepared
 //! statement run as the table's owner.
 
-use super::batch::{prepared, Prepared};
-use super::pass::record_lag;
+use super::statements::{prepared, Prepared};
+use super::visit::record_lag;
 use super::Worker;
 use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};

@@ -5,18 +5,18 @@
 //! then what the visit did, in the statistics.
 
 use super::batch::in_batch_frame;
-use super::pass::record_lag;
 use super::safety_brake::Brake;
 use super::{Limit, Worker};
-use crate::bgw::{handle_signals, sleep};
+use crate::bgw::handle_signals;
 use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
 use crate::txn::{in_transaction, Failure};
 use crate::{brake, budget, gucs, stats};
 use jsonb_ttl_core::batch_size;
-use pgrx::pg_sys;
+use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// Where one table's visit stands, batch after batch.
@@ -118,7 +118,7 @@ impl Worker {
             visit.limit = Limit::Table;
             return false;
         }
-        if !self.rate_allows(index, visit) {
+        if !self.rate_allows(index, visit.rate, visit.started) {
             visit.limit = Limit::Rate;
             self.rate_pending.insert(index.target(), index.clone());
             return false;
@@ -300,39 +300,6 @@ fn report_stats_soon() {
     }
 }
 
-/// The longest a visit waits for its rate (`max_removes_per_second`) before a batch.
-const RATE_WAIT: Duration = Duration::from_millis(250);
-
-/// The longest a rate-limited visit runs, its waits included, before it yields the worker:
-/// the worker, not a table's own rate, bounds a visit's time, so other tables keep their
-/// cadence. The table goes on between passes, as soon as its rate lets it
-/// ([`Worker::serve_rate_limited`]).
-pub(super) const RATE_SLICE: Duration = Duration::from_secs(1);
-
-impl Worker {
-    /// Whether `visit`'s next batch may run now under its rate: it is due (see
-    /// [`Worker::rate_due`]), or due within [`RATE_WAIT`] and the visit's [`RATE_SLICE`]
-    /// (then it waits here); else the visit yields.
-    fn rate_allows(&mut self, index: &TtlIndex, visit: &Visit) -> bool {
-        if visit.rate <= 0 {
-            return true;
-        }
-        let Some(due) = self.rate_due.get(&index.target()) else {
-            return true;
-        };
-        let wait = due.saturating_duration_since(Instant::now());
-        if wait.is_zero() {
-            return true;
-        }
-        if wait > RATE_WAIT || visit.started.elapsed() + wait > RATE_SLICE {
-            return false;
-        }
-        sleep(wait);
-        handle_signals();
-        true
-    }
-}
-
 /// How a visit ended: how long it took, and the expired rows it left (`None`: unknown).
 #[derive(Default)]
 pub(super) struct Ended {
@@ -366,4 +333,22 @@ pub(super) fn report(
         backlog: ended.backlog,
     });
     limit
+}
+
+/// Records the oldest expired time of `table` (`None`: nothing expired is left) in the
+/// statistics, for `ttl_stats.oldest_expired`; shared memory is written only when there is a
+/// lag or one goes, not for each idle table of each pass.
+pub(super) fn record_lag(
+    lagging: &mut HashSet<(Oid, u8)>,
+    index: &TtlIndex,
+    oldest: Option<TimestampWithTimeZone>,
+) {
+    let key = (index.table, index.stats_part());
+    let was = match oldest {
+        Some(_) => !lagging.insert(key),
+        None => lagging.remove(&key),
+    };
+    if oldest.is_some() || was {
+        stats::record_oldest_expired(key.0, key.1, oldest);
+    }
 }
