@@ -30,15 +30,13 @@ test: deps unit regress isolation e2e
 ## before, 15 → 16, 16 → 17, 17 → 18, each kind of TTL index, no worker in pg_upgrade's servers).
 ## CI runs it after make test.
 MAJORS ?= 16 17 18
+MAJORS_E2E = worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas pg_upgrade
 test-majors: deps
 	@set -e; for v in $(MAJORS); do \
 	  echo "== PostgreSQL $$v"; \
 	  pg_config=$$(scripts/pg-server.sh $$v); \
 	  $(MAKE) --no-print-directory PG=$$v PG_CONFIG=$$pg_config install regress isolation; \
-	  for t in worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas pg_upgrade; do \
-	    echo "== PostgreSQL $$v: tests/e2e/$$t.sh"; \
-	    PG_CONFIG=$$pg_config tests/e2e/$$t.sh; \
-	  done; \
+	  PG_CONFIG=$$pg_config tests/e2e/run.sh $(patsubst %,tests/e2e/%.sh,$(MAJORS_E2E)); \
 	done
 
 ## make test-long: the race test at full size (1M rows, 60 s of concurrent date moves).
@@ -104,9 +102,11 @@ regress: install
 isolation: install
 	tests/golden.sh isolation
 
+## make e2e: the end-to-end scripts, E2E_JOBS (2) at a time, each on its own cluster and port
+## (tests/e2e/run.sh: each script's output whole, then the scripts by duration).
+E2E_SCRIPTS = $(filter-out tests/e2e/lib.sh tests/e2e/run.sh tests/e2e/deb.sh tests/e2e/citus%.sh tests/e2e/pg_upgrade.sh,$(wildcard tests/e2e/[a-z]*.sh))
 e2e: install
-	@set -e; for t in tests/e2e/[a-z]*.sh; do \
-	  case $$t in tests/e2e/lib.sh|tests/e2e/deb.sh|tests/e2e/citus*.sh|tests/e2e/pg_upgrade.sh) ;; *) echo "== $$t"; $$t ;; esac; done
+	@tests/e2e/run.sh $(E2E_SCRIPTS)
 
 ## make run: a local cluster (build/run) with jsonb_ttl preloaded and the demo loaded.
 run: deps install-release

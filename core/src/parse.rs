@@ -282,20 +282,7 @@ pub fn parse_datestring_local(text: &str) -> Option<Parsed> {
         Some(b'Z' | b'z') => c.at += 1,
         Some(sign @ (b'+' | b'-')) => {
             c.at += 1;
-            let off_hour = c.digits(2)?;
-            // minutes: after a colon, directly, or none at all (`+00`, as PostgreSQL writes)
-            let off_minute = match c.peek() {
-                None => 0,
-                Some(b':') => {
-                    c.at += 1;
-                    c.digits(2)?
-                }
-                Some(_) => c.digits(2)?,
-            };
-            if off_hour > 23 || off_minute > 59 {
-                return None;
-            }
-            let offset = ((off_hour * 3600 + off_minute * 60) as i128) * MICROS_PER_SECOND;
+            let offset = utc_offset(&mut c)?;
             // Local time = UTC + offset, so UTC = local − offset.
             unix_micros += if sign == b'+' { -offset } else { offset };
         }
@@ -308,6 +295,24 @@ pub fn parse_datestring_local(text: &str) -> Option<Parsed> {
         micros,
         has_offset: true,
     })
+}
+
+/// Reads an offset from UTC after its sign, `HH`, `HH:MM` or `HHMM` (hours alone: `+00`, as
+/// PostgreSQL writes), in microseconds.
+fn utc_offset(c: &mut Cursor) -> Option<i128> {
+    let hour = c.digits(2)?;
+    let minute = match c.peek() {
+        None => 0,
+        Some(b':') => {
+            c.at += 1;
+            c.digits(2)?
+        }
+        Some(_) => c.digits(2)?,
+    };
+    if hour > 23 || minute > 59 {
+        return None;
+    }
+    Some(((hour * 3600 + minute * 60) as i128) * MICROS_PER_SECOND)
 }
 
 /// Reads `1*DIGIT` as a fraction of a second in microseconds, rounded half up.

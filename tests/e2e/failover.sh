@@ -12,7 +12,7 @@ if [ "$PG_MAJOR" != 15 ]; then
   exit 0
 fi
 PGAF=$("$ROOT/scripts/cluster.sh" dir e2e-failover)
-MON_PORT=28840 N1_PORT=28841 N2_PORT=28842
+MON_PORT=28855 N1_PORT=28856 N2_PORT=28857
 as_pg() {
   runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF/xdg/config" XDG_DATA_HOME="$PGAF/xdg/data" \
     XDG_RUNTIME_DIR="$PGAF/xdg/run" PATH="$PGBIN:$PATH" "$@"

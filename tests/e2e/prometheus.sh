@@ -29,7 +29,7 @@ EXPORTER=$(command -v prometheus-postgres-exporter)
 # scrape and the check of its values)
 start_cluster e2e-prometheus 28880 "jsonb_ttl.frequency = 200" \
   "jsonb_ttl.max_table_fraction = 0.5" "jsonb_ttl.brake_min_rows = 100" "autovacuum = off"
-EXPORTER_PORT=$((28890 + ${E2E_PORT_OFFSET:-0}))
+EXPORTER_PORT=$((28881 + ${E2E_PORT_OFFSET:-0}))
 EXPORTER_PID=
 EXPORTER_LOG=$CLUSTER_DIR/exporter.log
 SCRAPE=$CLUSTER_DIR/metrics.txt
