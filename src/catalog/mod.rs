@@ -148,19 +148,24 @@ pub fn in_window(index: &TtlIndex) -> Result<bool, pgrx::spi::SpiError> {
 
 /// The catalog row's version (`xmin:ctid`): any change of its definition (an alter, a pause,
 /// a resume, the brake's own) writes a new one. A batch runs only under the version its
-/// statements were built from (see [`definition_lock_sql`]).
+/// statements were built from (see [`definition_sql`]).
 pub(crate) const VERSION_SQL: &str = "t.xmin::pg_catalog.text OPERATOR(pg_catalog.||) ':' \
      OPERATOR(pg_catalog.||) t.ctid::pg_catalog.text";
 
-/// Locks the catalog row of a TTL index (`$1`: the table it was created on) against changes
-/// until the transaction ends, and returns its `expire_after` and version (see
-/// [`VERSION_SQL`]); no row while a change of it is under way (`SKIP LOCKED`: the batch does
-/// not wait for it) or when it is gone. A `ttl_index_alter` or `ttl_index_pause` either
-/// committed before, and shows here as a new version, or waits for the batch to end.
-pub fn definition_lock_sql(ext: &Extension) -> String {
+/// The read of a TTL index's catalog row (`$1`: the table it was created on): its
+/// `expire_after` and version (see [`VERSION_SQL`]). `locked`: the row is locked against
+/// changes until the transaction ends (`FOR SHARE`), and not returned while a change of it is
+/// under way (`SKIP LOCKED`: a batch does not wait for it). A `ttl_index_alter` or
+/// `ttl_index_pause` either committed before, and shows as a new version, or waits for the
+/// transaction that locked the row.
+pub fn definition_sql(ext: &Extension, locked: bool) -> String {
     format!(
         "SELECT t.expire_after, {VERSION_SQL} FROM {ext}.ttl_index t \
-         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 FOR SHARE SKIP LOCKED"
+         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1{}",
+        match locked {
+            true => " FOR SHARE SKIP LOCKED",
+            false => "",
+        }
     )
 }
 

@@ -84,7 +84,7 @@ pub struct TtlIndex {
     pub window_end: Option<String>,
     /// The version of the catalog row it was loaded from (`xmin:ctid`): every change of the
     /// definition writes a new one. Each batch checks it under the row's lock (see
-    /// [`crate::catalog::definition_lock_sql`]), and the safety brake counts again under a new one.
+    /// [`crate::catalog::definition_sql`]), and the safety brake counts again under a new one.
     pub version: String,
 }
 

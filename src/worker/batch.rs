@@ -174,7 +174,7 @@ pub(super) fn in_batch_frame<R>(
     index: &TtlIndex,
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
-    in_frame(frame, index, Stream::NONE, |_| 0, f)
+    in_frame(frame, index, Stream::NONE, false, |_| 0, f)
 }
 
 /// What a batch that deletes reports: the rows it removed.
@@ -194,7 +194,8 @@ impl Removed for deleter::Parts {
     }
 }
 
-/// [`in_batch_frame`] for a batch that deletes: its transaction carries what the TTL index's
+/// [`in_batch_frame`] for a batch that deletes, the TTL index's catalog row locked until it
+/// ends (see [`Frame::run`]): its transaction carries what the TTL index's
 /// change-stream options ask for (see [`crate::origin`]): the replication origin, set up as
 /// the worker before the owner's code runs; a logical message of the rows removed, written
 /// as the worker after it.
@@ -204,15 +205,17 @@ fn in_delete_frame<R: Removed>(
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
     let stream = Stream::for_batch(index.replication_origin, index.logical_message)?;
-    in_frame(frame, index, stream, R::removed, f)
+    in_frame(frame, index, stream, true, R::removed, f)
 }
 
-/// The frame of [`in_batch_frame`] with `stream` around the batch (`removed`: the rows a
-/// batch's result says it removed).
+/// The frame of [`in_batch_frame`] with `stream` around the batch, the TTL index's catalog row
+/// locked or not (`lock`, see [`Frame::run`]; `removed`: the rows a batch's result says it
+/// removed).
 fn in_frame<R>(
     frame: &mut Frame,
     index: &TtlIndex,
     stream: Stream,
+    lock: bool,
     removed: impl FnOnce(&R) -> u64,
     f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
@@ -232,7 +235,7 @@ fn in_frame<R>(
         }
         stream.begin();
         let mut cutoff = None;
-        let done = frame.run(index, |current, expire_after| {
+        let done = frame.run(index, lock, |current, expire_after| {
             cutoff = Some(expire_after);
             f(current, expire_after)
         });
@@ -278,7 +281,7 @@ fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
     frame.begin_pass(&ext);
     let mut statements = HashMap::new();
     frame
-        .run(&index, |current, expire_after| {
+        .run(&index, true, |current, expire_after| {
             // as Worker::batch does, in a subtransaction of the caller's transaction
             let first = crate::txn::in_subtransaction(|| {
                 run_statements(

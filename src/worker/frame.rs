@@ -17,8 +17,9 @@ use std::collections::{HashMap, HashSet};
 /// takes effect at the next pass).
 #[derive(Default)]
 pub(super) struct Frame {
-    lookups: HashMap<Oid, Prepared>,
-    lookup_sql: String,
+    /// The reads of a TTL index's definition: plain (`false`) and locking (`true`).
+    lookups: HashMap<bool, Prepared>,
+    lookup_sql: [String; 2],
     /// The tables whose batches met a row another transaction holds in this pass: their
     /// batches pick with `FOR UPDATE SKIP LOCKED` until the pass ends (see [`Worker::batch`]).
     pub(super) row_locked: HashSet<(Oid, catalog::Part)>,
@@ -35,23 +36,28 @@ impl Frame {
     pub(super) fn begin_pass(&mut self, ext: &Extension) {
         self.role_settings.clear();
         self.row_locked.clear();
-        self.lookup_sql = catalog::definition_lock_sql(ext);
+        self.lookup_sql = [
+            catalog::definition_sql(ext, false),
+            catalog::definition_sql(ext, true),
+        ];
     }
 
     /// The steps of one batch of `index` inside its transaction: the table locked within
-    /// `jsonb_ttl.lock_timeout`; the TTL index's catalog row locked and its version checked
-    /// (see [`Frame::definition`]: a batch runs only under the definition it was built
-    /// from); the table's current names and owner read (an ALTER TABLE … OWNER TO or a rename
-    /// since the pass began shows at once); every deferrable check made immediate (`SET
-    /// CONSTRAINTS ALL IMMEDIATE`: the transaction is the worker's, and a deferred check
-    /// cannot be queued in the security-restricted operation a batch runs in, see
-    /// [`deleter::deferrable_references`]); then `f(current names, expire_after)` as the
-    /// owner, with the owner's settings and the worker's lock_timeout on top (our statements
-    /// get their planner pins while they are planned, see [`crate::planner`]). `None` when the
-    /// TTL index or the table no longer exists, or the definition changed ([`Frame::changed`]).
+    /// `jsonb_ttl.lock_timeout`; the TTL index's definition checked to be the version the
+    /// batch was built from, and for a batch that deletes (`lock`) its catalog row locked
+    /// until the batch ends (see [`Frame::definition`]); the table's current names and owner
+    /// read (an ALTER TABLE … OWNER TO or a rename since the pass began shows at once); every
+    /// deferrable check made immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is
+    /// the worker's, and a deferred check cannot be queued in the security-restricted
+    /// operation a batch runs in, see [`deleter::deferrable_references`]); then `f(current
+    /// names, expire_after)` as the owner, with the owner's settings and the worker's
+    /// lock_timeout on top (our statements get their planner pins while they are planned, see
+    /// [`crate::planner`]). `None` when the TTL index or the table no longer exists, or the
+    /// definition changed ([`Frame::changed`]).
     pub(super) fn run<R>(
         &mut self,
         index: &TtlIndex,
+        lock: bool,
         f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
     ) -> Option<R> {
         self.changed = false;
@@ -62,7 +68,7 @@ impl Frame {
             unsafe {
                 pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
             };
-            let expire_after = self.definition(index)?;
+            let expire_after = self.definition(index, lock)?;
             // A partition dropped or detached since the pass began: nothing to purge.
             let current = catalog::with_current_names(index)?;
             if let Some(shard) = index.shard {
@@ -93,43 +99,61 @@ impl Frame {
         })
     }
 
-    /// `index`'s expire_after, once its catalog row is locked until the batch's transaction
-    /// ends (`FOR SHARE`: a `ttl_index_alter`, `ttl_index_pause` or `ttl_index_drop` either
-    /// committed before, or waits for the batch) and found at the version `index` was loaded
-    /// from: the committed definition governs each batch (docs/guarantees.md). `None` when the
-    /// TTL index is gone, a change of it is under way (the row is locked: `SKIP LOCKED`, no
-    /// wait), or it changed since it was loaded (then [`Frame::changed`] is set). 0 for the
-    /// rows with a TTL of their own (see [`crate::row_ttl`]).
-    fn definition(&mut self, index: &TtlIndex) -> Option<pgrx::datum::Interval> {
-        let lookup = prepared(
-            &mut self.lookups,
-            pg_sys::InvalidOid,
-            &self.lookup_sql,
-            &[pgrx::PgBuiltInOids::OIDOID],
-        );
-        let found = Spi::connect_mut(|client| {
-            let rows = client.update(lookup, Some(1), &[index.root.into()])?;
-            match rows.is_empty() {
-                true => Ok(None), // dropped, or a change of it under way
-                false => rows
-                    .first()
-                    .get_two::<pgrx::datum::Interval, String>()
-                    .map(Some),
+    /// `index`'s expire_after, when its catalog row is at the version `index` was loaded from
+    /// (read without a lock first: a changed one writes nothing); for a batch that deletes
+    /// (`lock`), then locked until the batch's transaction ends and checked again (`FOR SHARE`:
+    /// a `ttl_index_alter`, `ttl_index_pause` or `ttl_index_drop` either committed before, or
+    /// waits for the batch), so the committed definition governs each batch
+    /// (docs/guarantees.md). `None` when the TTL index is gone, a change of it is under way
+    /// (the row is locked: `SKIP LOCKED`, no wait), or it changed since it was loaded (then
+    /// [`Frame::changed`] is set). 0 for the rows with a TTL of their own (see
+    /// [`crate::row_ttl`]).
+    fn definition(&mut self, index: &TtlIndex, lock: bool) -> Option<pgrx::datum::Interval> {
+        let mut expire_after = None;
+        for locked in [false, true].into_iter().take(1 + lock as usize) {
+            match self.read_definition(index, locked) {
+                Some((interval, version)) if version == index.version => expire_after = interval,
+                _ => {
+                    self.changed = true;
+                    return None;
+                }
             }
-        })
-        .unwrap_or_else(|e: pgrx::spi::SpiError| error!("cannot read the TTL catalog: {e}"));
-        let Some((expire_after, version)) = found else {
-            self.changed = true;
-            return None;
-        };
-        if version.as_deref() != Some(index.version.as_str()) {
-            self.changed = true;
-            return None;
         }
         // the rows with a TTL of their own are keyed on their expiry: no expire_after
         Some(match index.part {
             catalog::Part::OwnTtl => pgrx::datum::Interval::from_micros(0),
             _ => expire_after?,
         })
+    }
+
+    /// The catalog row of `index`: its expire_after and version, read plainly or `locked`
+    /// (`FOR SHARE SKIP LOCKED`); `None` when it is gone or (`locked`) a change holds it.
+    fn read_definition(
+        &mut self,
+        index: &TtlIndex,
+        locked: bool,
+    ) -> Option<(Option<pgrx::datum::Interval>, String)> {
+        let sql = &self.lookup_sql[locked as usize];
+        let lookup = prepared(
+            &mut self.lookups,
+            locked,
+            sql,
+            &[pgrx::PgBuiltInOids::OIDOID],
+        );
+        let args = [index.root.into()];
+        let read = |rows: pgrx::spi::SpiTupleTable| match rows.is_empty() {
+            true => Ok(None),
+            false => rows
+                .first()
+                .get_two::<pgrx::datum::Interval, String>()
+                .map(|(interval, version)| Some((interval, version.unwrap_or_default()))),
+        };
+        let found = match locked {
+            // a row lock is a write: the non-read-only SPI
+            true => Spi::connect_mut(|client| read(client.update(lookup, Some(1), &args)?)),
+            // read-only: no transaction ID, no WAL
+            false => Spi::connect(|client| read(client.select(lookup, Some(1), &args)?)),
+        };
+        found.unwrap_or_else(|e: pgrx::spi::SpiError| error!("cannot read the TTL catalog: {e}"))
     }
 }

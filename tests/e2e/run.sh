@@ -7,7 +7,7 @@ set -uo pipefail
 jobs=${E2E_JOBS:-2}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-declare -A started
+declare -A started=()
 passed=0 failed=0 failures=()
 
 # report NAME STATUS: prints a finished script's output and counts it
@@ -30,7 +30,7 @@ reap() {
   report "$name" "$status"
 }
 
-declare -A running
+declare -A running=()
 for script in "$@"; do
   name=$(basename "$script" .sh)
   while [ ${#running[@]} -ge "$jobs" ]; do reap; done
