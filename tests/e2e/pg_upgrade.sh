@@ -27,8 +27,11 @@ at() { SOCK=$1/sock PORT=$2; }
 cluster "$OLD_PG_CONFIG" start $OLD "$OLD_PORT" "jsonb_ttl.frequency = 100" "jsonb_ttl.max_table_fraction = 1"
 at "$OLD_DIR" "$OLD_PORT"
 q postgres -c "CREATE DATABASE app"
+# the old cluster's worker off while the tables are made and filled (on again below, for
+# pg_upgrade's starts of this cluster)
+q app -c "CREATE EXTENSION jsonb_ttl" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+wait_for "(the old cluster's passes stopped)" 10 passes_stopped app >/dev/null
 q app >/dev/null <<'SQL'
-CREATE EXTENSION jsonb_ttl;
 CREATE TABLE events (id int PRIMARY KEY, doc jsonb);
 SELECT FROM ttl_index_create('events', 'at', interval '1 hour');
 CREATE TABLE visits (id int, seen timestamptz);
@@ -41,11 +44,6 @@ CREATE TABLE items (id int, doc jsonb);
 SELECT FROM ttl_index_create('items', 'at', interval '100 years', row_ttl_path => 'ttl');
 CREATE TABLE held (id int, doc jsonb);
 SELECT FROM ttl_index_create('held', 'at', 0, paused => true);
-ALTER SYSTEM SET jsonb_ttl.enabled = off;
-SELECT pg_reload_conf();
-SQL
-wait_for "(the old cluster's passes stopped)" 10 passes_stopped app >/dev/null
-q app >/dev/null <<'SQL'
 INSERT INTO events SELECT g, '{"at": "2019-01-01"}' FROM generate_series(1, 50) g;
 INSERT INTO events SELECT g, jsonb_build_object('at', now()) FROM generate_series(51, 60) g;
 INSERT INTO visits SELECT g, now() - interval '2 days' FROM generate_series(1, 20) g;
