@@ -83,12 +83,14 @@ impl Stream {
 
     /// First in the batch's transaction, as the worker, before the batch's own time limits
     /// are armed: waits for the origin (see the module's text), within a budget of its own
-    /// (`jsonb_ttl.batch_timeout`, as a lock timeout), so a batch never spends its time
-    /// limit waiting for another database's batches.
+    /// (as a lock timeout: `jsonb_ttl.batch_timeout` plus the grace after which the batch
+    /// holding it is ended, [`crate::deadline::GRACE_MS`], so the wait outlasts any batch
+    /// ahead of it), so a batch never spends its time limit waiting for another database's.
     pub fn acquire(&self) {
         if let Some(id) = self.origin {
             register_callback();
-            let wait = format!("{}ms", crate::gucs::BATCH_TIMEOUT_MS.get());
+            let budget = crate::gucs::BATCH_TIMEOUT_MS.get() as i64 + crate::deadline::GRACE_MS;
+            let wait = format!("{budget}ms");
             crate::gucs::with_settings(&[(c"lock_timeout", wait.as_str())], || lock_origin(id));
         }
     }

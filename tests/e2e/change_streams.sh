@@ -266,6 +266,29 @@ done
 expect_eq "e. no 'already active' error in the server log" 0 \
   "$(grep -c 'is already active for PID' "$CLUSTER_DIR/server.log" || true)"
 
+echo "-- e2. one database's slow batches never use another's time limit up"
+# app4's batches hold the origin until batch_timeout cancels them (a trigger sleeps 0.5 s a row,
+# 4 rows a batch): app5's batches wait for the origin within a budget of their own, then run
+# within their own batch_timeout, and fail none (0.3.0 counted the wait against it)
+q postgres -c "ALTER SYSTEM SET jsonb_ttl.batch_timeout = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+for db in app4 app5; do
+  q postgres -c "CREATE DATABASE $db"
+  q $db -c "CREATE EXTENSION jsonb_ttl"
+  ttl_table $db t
+  options $db t true false
+done
+q app4 -c "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS \$\$BEGIN PERFORM pg_sleep(0.5); RETURN OLD; END\$\$" \
+  -c "CREATE TRIGGER slow BEFORE DELETE ON t FOR EACH ROW EXECUTE FUNCTION slow()"
+expired app4 t 1 8
+busy() { [ "$(q app4 -c "SELECT errors > 0 FROM ttl_stats WHERE table_name = 't'::regclass")" = t ]; }
+wait_for "e2. app4's batches hold the origin until their batch_timeout" 10 busy
+expired app5 t 1 12
+wait_for "e2. app5's 12 rows purged meanwhile, 4 at a time" 20 rows_are app5 t 0
+expect_eq "e2. app5: no batch failed waiting for app4's" 0 "$(q app5 -c "SELECT errors FROM ttl_stats WHERE table_name = 't'::regclass")"
+q app4 -c "DROP TRIGGER slow ON t"
+q postgres -c "ALTER SYSTEM RESET jsonb_ttl.batch_timeout" -c "SELECT pg_reload_conf()" >/dev/null
+wait_for "e2. (app4 drained)" 10 rows_are app4 t 0 >/dev/null
+
 echo "-- f. the table owner's trigger against the origin"
 q postgres -c "CREATE ROLE tenant LOGIN"
 q app -c "GRANT CREATE ON SCHEMA public TO tenant" -c "SELECT FROM pg_replication_origin_create('tenant_origin')"
