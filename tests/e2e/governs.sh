@@ -121,7 +121,7 @@ eventually_eq "the brake holds again once it is gone" 5 f brake \
   "SELECT brake_released FROM ttl_index WHERE table_oid = 'resumed'::regclass"
 q brake -c "SELECT ttl_index_pause('resumed')" -c "SELECT FROM ttl_index_alter('resumed', interval '10 minutes')" \
   -c "SELECT ttl_index_resume('resumed')" >/dev/null
-eventually_eq "pause, shorter expire_after, resume: the operator's resume releases nothing, the brake pauses" 10 \
+eventually_eq "pause, shorter expire_after, resume: the operator's resume releases nothing, the brake pauses" 20 \
   "true|brake|800" brake \
   "SELECT paused::text || '|' || coalesce(paused_by, '') || '|' || (SELECT count(*) FROM resumed) FROM ttl_stats WHERE table_name = 'resumed'::regclass" \
   || true
