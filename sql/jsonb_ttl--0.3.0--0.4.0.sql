@@ -15,7 +15,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_expire_now(tbl, max_rows) $$;
 
 -- A pause reason is at most 1 kB now (ttl_index_pause refuses longer ones); longer ones that
--- 0.3.0 let an owner write are cut, so that nothing reading the catalog meets one.
-UPDATE @extschema@.ttl_index
-   SET paused_reason = pg_catalog."left"(paused_reason, 1024)
- WHERE pg_catalog.octet_length(paused_reason) OPERATOR(pg_catalog.>) 1024;
+-- 0.3.0 let an owner write are cut to the most whole characters that fit in 1,024 bytes, so
+-- that nothing reading the catalog meets one.
+UPDATE @extschema@.ttl_index t
+   SET paused_reason = (SELECT pg_catalog."left"(c.r, n.n)
+                        FROM (SELECT pg_catalog."left"(t.paused_reason, 1024) AS r) c,
+                             LATERAL (SELECT pg_catalog.max(g.n) AS n
+                                      FROM pg_catalog.generate_series(0, 1024) g(n)
+                                      WHERE pg_catalog.octet_length(pg_catalog."left"(c.r, g.n))
+                                            OPERATOR(pg_catalog.<=) 1024) n)
+ WHERE pg_catalog.octet_length(t.paused_reason) OPERATOR(pg_catalog.>) 1024;

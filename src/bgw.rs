@@ -106,7 +106,8 @@ pub fn sleep(duration: Duration) {
 /// that arrived meanwhile is dropped first (see [`handle_signals`]), so it cannot end the process.
 pub fn wait_latch(duration: Duration) -> bool {
     let events = pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH;
-    let timeout_ms = duration.as_millis().min(i32::MAX as u128) as std::ffi::c_long;
+    // rounded up: a wait of less than a millisecond would not wait at all, and spin
+    let timeout_ms = duration.as_micros().div_ceil(1000).min(i32::MAX as u128) as std::ffi::c_long;
     let woken = unsafe {
         let woken = pg_sys::WaitLatch(
             pg_sys::MyLatch,

@@ -175,6 +175,16 @@ pub fn pause(ext: &Extension, root: Oid, reason: &str) {
         true => ", paused_by = 'brake'",
         false => "",
     };
+    // an owner's open transaction holding the row (its ttl_index_resume) must not hold the
+    // worker: within jsonb_ttl.lock_timeout, else the next pass tries again
+    let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+    gucs::override_setting(c"lock_timeout", &lock_timeout);
+    // at most what ttl_index_pause keeps (an error an owner's code raised may be long)
+    let mut end = reason.len().min(crate::controls::MAX_REASON_BYTES);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    let reason = &reason[..end];
     Spi::run_with_args(
         &format!(
             "UPDATE {ext}.ttl_index SET paused_at = pg_catalog.now(), paused_reason = $2, \
@@ -189,10 +199,13 @@ pub fn pause(ext: &Extension, root: Oid, reason: &str) {
 /// Sets the brake of `root` again, once a visit released by `ttl_index_resume()` has drained
 /// the table (in the caller's transaction, as the worker).
 pub fn rearm(ext: &Extension, root: Oid) {
+    // within jsonb_ttl.lock_timeout (see pause); a row already rearmed is not written again
+    let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+    gucs::override_setting(c"lock_timeout", &lock_timeout);
     Spi::run_with_args(
         &format!(
             "UPDATE {ext}.ttl_index SET brake_released = false \
-             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND brake_released"
         ),
         &[root.into()],
     )

@@ -225,8 +225,7 @@ fn receive_statements(ext: &Extension) -> [String; 5] {
                AND (t.paused_by IS NULL OR t.paused_by OPERATOR(pg_catalog.<>) 'operator'::pg_catalog.text)"
         ),
         format!(
-            "UPDATE {ext}.ttl_index t SET paused_at = NULL, paused_by = NULL, paused_reason = NULL, \
-                    brake_released = true \
+            "UPDATE {ext}.ttl_index t SET paused_at = NULL, paused_by = NULL, paused_reason = NULL \
              FROM ({sent}) s \
              WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) s.rel::pg_catalog.oid \
                AND s.operator_pause IS NULL \

@@ -89,7 +89,11 @@ impl Stream {
     pub fn acquire(&self) {
         if let Some(id) = self.origin {
             register_callback();
-            let budget = crate::gucs::BATCH_TIMEOUT_MS.get() as i64 + crate::deadline::GRACE_MS;
+            // (batch_timeout 0: no limit, and none here either)
+            let budget = match crate::gucs::BATCH_TIMEOUT_MS.get() as i64 {
+                0 => 0,
+                ms => (ms + crate::deadline::GRACE_MS).min(i32::MAX as i64),
+            };
             let wait = format!("{budget}ms");
             crate::gucs::with_settings(&[(c"lock_timeout", wait.as_str())], || lock_origin(id));
         }

@@ -212,6 +212,12 @@ fn drop_locked<'a>(
     root: &str,
     partitions: &'a [Expired],
 ) -> Vec<&'a Expired> {
+    // The definition the list was made under, locked against changes until this transaction
+    // ends: a pause, a longer expire_after or drop_partitions turned off committed since the
+    // pass began drops nothing (the next pass lists again under it).
+    if !crate::catalog::definition_holds(index) {
+        return Vec::new();
+    }
     // Locked, each is listed again: detached, re-attached with another bound or renamed since
     // the list was made, it is not dropped (and its name now is the one used).
     let locked: Vec<(&Expired, String)> = partitions

@@ -169,6 +169,25 @@ pub fn definition_sql(ext: &Extension, locked: bool) -> String {
     )
 }
 
+/// Whether the catalog row of `index` is still the version it was loaded from, locked now
+/// until the transaction ends (see [`definition_sql`]): false when it changed, is being
+/// changed, or is gone.
+pub fn definition_holds(index: &TtlIndex) -> bool {
+    let Some(ext) = Extension::find() else {
+        return false;
+    };
+    Spi::connect_mut(|client| {
+        let rows = client.update(&definition_sql(&ext, true), Some(1), &[index.root.into()])?;
+        match rows.is_empty() {
+            true => Ok(None),
+            false => rows.first().get::<String>(2),
+        }
+    })
+    .ok()
+    .flatten()
+    .is_some_and(|version| version == index.version)
+}
+
 /// Loads the TTL index of `table` (the table it was created on), or all of them. Under Citus,
 /// the targets of a hash-distributed table are the shards this node holds (see
 /// [`crate::citus`]), which only a session that asks may see in `pg_class`.

@@ -81,9 +81,13 @@ struct Worker {
     citus_sent: citus_sync::Sent,
     /// Slowing down for replicas and WAL (see [`crate::throttle`]).
     throttle: crate::throttle::Throttle,
+    /// The TTL indexes (by their table) whose brake, released, holds again at the end of the
+    /// pass: true when every target of theirs visited drained, false when one did not.
+    rearm: HashMap<Oid, bool>,
     /// When each rate-limited table's next batch is due (`max_removes_per_second`): its last
-    /// batch's start plus that batch's rows' share of a second. Kept across passes.
-    rate_due: HashMap<(Oid, catalog::Part), Instant>,
+    /// batch's start plus that batch's rows' share of a second, under the version of the
+    /// definition it ran under (a new rate, or any change, starts afresh). Kept across passes.
+    rate_due: HashMap<(Oid, catalog::Part), (Instant, String)>,
     /// The rate-limited tables whose visit yielded with expired rows left (see
     /// worker/rate.rs): served between passes when due, until the next pass.
     rate_pending: HashMap<(Oid, catalog::Part), TtlIndex>,
@@ -214,6 +218,7 @@ impl Worker {
             kept: None,
             rate_due: HashMap::new(),
             rate_pending: HashMap::new(),
+            rearm: HashMap::new(),
         }
     }
 

@@ -46,6 +46,7 @@ impl Worker {
         let pass_limited = self.visit_round_robin(ext, &indexes, &expired, &set_aside);
         self.next_start = self.next_start.wrapping_add(1) % indexes.len().max(1);
         registry::set_next_start(unsafe { pg_sys::MyDatabaseId }, self.next_start);
+        self.rearm_brakes(ext);
         stats::record_pass(pass_limited, started.elapsed());
         // a slowdown for replicas or WAL that no batch waited for lately ends
         crate::throttle::settle();
@@ -88,6 +89,17 @@ impl Worker {
         // go on there (when due)
         self.rate_pending.clear();
         self.rate_due.retain(|(table, _), _| tables.contains(table));
+    }
+
+    /// Sets the brake again on the TTL indexes released (by `ttl_index_resume()`, or at
+    /// creation for their first backlog) whose every target visited drained in this pass (or
+    /// between passes).
+    fn rearm_brakes(&mut self, ext: &Extension) {
+        for (root, drained) in std::mem::take(&mut self.rearm) {
+            if drained {
+                let _ = in_transaction(|| crate::brake::rearm(ext, root));
+            }
+        }
     }
 
     /// Visits every table of `indexes` once, starting at `next_start`, until the server-wide

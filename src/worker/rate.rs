@@ -28,9 +28,14 @@ impl Worker {
         if rate <= 0 {
             return true;
         }
-        let Some(due) = self.rate_due.get(&index.target()) else {
+        let Some((due, version)) = self.rate_due.get(&index.target()) else {
             return true;
         };
+        if *version != index.version {
+            // set under another definition (another rate, perhaps): not this one's
+            self.rate_due.remove(&index.target());
+            return true;
+        }
         let wait = due.saturating_duration_since(Instant::now());
         if wait.is_zero() {
             return true;
@@ -70,7 +75,7 @@ impl Worker {
         self.rate_pending
             .keys()
             .map(|target| {
-                let due = self.rate_due.get(target).copied().unwrap_or(now);
+                let due = self.rate_due.get(target).map_or(now, |(due, _)| *due);
                 (*target, due.saturating_duration_since(now))
             })
             .min_by_key(|(_, wait)| *wait)

@@ -11,7 +11,7 @@ use crate::bgw::handle_signals;
 use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
-use crate::txn::{in_transaction, Failure};
+use crate::txn::Failure;
 use crate::{brake, budget, gucs, stats};
 use jsonb_ttl_core::batch_size;
 use pgrx::pg_sys::{self, Oid};
@@ -203,7 +203,8 @@ impl Worker {
                     // the next batch of this table is due once these rows' share of a second
                     // at the rate has passed: in this visit if soon, else at a later one
                     let share = Duration::from_secs_f64(n as f64 / visit.rate as f64);
-                    self.rate_due.insert(index.target(), batch_started + share);
+                    let due = (batch_started + share, index.version.clone());
+                    self.rate_due.insert(index.target(), due);
                 }
                 handle_signals();
                 visit.purge.go_on(granted, outcome)
@@ -248,14 +249,20 @@ impl Worker {
             // drained: the next backlog is checked by the brake again
             self.brake_checked.remove(&index.target());
             if index.brake_released {
-                // released by ttl_index_resume(): the brake holds again
-                let _ = in_transaction(|| brake::rearm(ext, index.root));
+                // released by ttl_index_resume() or its creation: the brake holds again, once
+                // every target of the TTL index has drained (rearming writes a new version of
+                // its definition, which would end the other targets' visits in this pass)
+                self.rearm.entry(index.root).or_insert(true);
             }
+        } else {
+            self.rearm.insert(index.root, false);
         }
         let backlog = match (&visit.error, visit.limit) {
             (Some(_), _) => None,
             // drained (rows set aside are not expired rows the worker can remove)
             (None, Limit::None) => Some(0),
+            // yielded to its own rate: counted at the end of a visit cut short otherwise
+            (None, Limit::Rate) => None,
             (None, _) => self.count_backlog(ext, index),
         };
         let took = visit.started.elapsed();

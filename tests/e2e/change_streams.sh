@@ -76,7 +76,7 @@ HAVE_TD=0 HAVE_W2J=0
 have_wal2json() {
   [ -f "$PKGLIB/wal2json.so" ] && return 0
   if [ "$PG_MAJOR" = 15 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15-wal2json >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq postgresql-15-wal2json >/dev/null 2>&1 || true
   else
     local src_list=/etc/apt/sources.list.d/jsonb_ttl-pg-src.sources build
     if ! grep -rqs '^Types: deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -84,7 +84,7 @@ have_wal2json() {
         "$("$ROOT/scripts/debian-mirror.sh")" >"$src_list"
       apt-get update -qq >/dev/null 2>&1 || true
     fi
-    command -v dpkg-source >/dev/null || apt-get install -y -qq dpkg-dev >/dev/null 2>&1 || true
+    command -v dpkg-source >/dev/null || apt-get -o DPkg::Lock::Timeout=300 install -y -qq dpkg-dev >/dev/null 2>&1 || true
     build=$(mktemp -d)
     (cd "$build" && apt-get source -q wal2json >/dev/null 2>&1 \
       && cd "$(find . -maxdepth 1 -mindepth 1 -type d -name 'wal2json*' | head -1)" \

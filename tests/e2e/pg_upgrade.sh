@@ -76,6 +76,11 @@ cluster "$OLD_PG_CONFIG" stop $OLD
 # the new cluster: made, configured as the old one, stopped
 cluster "$PG_CONFIG" start $NEW "$NEW_PORT" "jsonb_ttl.frequency = 100" "jsonb_ttl.max_table_fraction = 1"
 cluster "$PG_CONFIG" stop $NEW
+# PostgreSQL 18's initdb turns data checksums on by default; pg_upgrade wants them as the old
+# cluster has them (off: cluster.sh's initdb of 15 to 17)
+if "$PGBIN/pg_controldata" "$NEW_DIR/data" | grep -q "checksum version: *[1-9]"; then
+  runuser -u postgres -- "$PGBIN/pg_checksums" --disable -D "$NEW_DIR/data" >/dev/null 2>&1
+fi
 work=$NEW_DIR/pg_upgrade && mkdir -p "$work" && chown postgres: "$work"
 start=$(now_ms)
 if (cd "$work" && runuser -u postgres -- "$PGBIN/pg_upgrade" -b "$OLDBIN" -B "$PGBIN" -d "$OLD_DIR/data" \

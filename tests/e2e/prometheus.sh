@@ -20,8 +20,8 @@ command -v curl >/dev/null || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "prometheus.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq "${missing[@]}" >/dev/null ||
-    { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}" >/dev/null ||
+    { apt-get update -qq && apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}" >/dev/null; }
 fi
 EXPORTER=$(command -v prometheus-postgres-exporter)
 
