@@ -511,6 +511,11 @@ LEFT JOIN jsonb_ttl_internal._ttl_undeletable() u
        ON u.table_oid OPERATOR(pg_catalog.=) l.relid::pg_catalog.oid
       AND NOT coalesce(p.part OPERATOR(pg_catalog.=) 'row_ttl'::pg_catalog.text, false);
 GRANT SELECT ON ttl_stats TO PUBLIC;
+-- The set-returning functions behind ttl_stats planned near their true size: at the default
+-- estimate (1,000 rows each) the view cost about 92 million and JIT compiled it on every read
+-- (0.9 s with one TTL table; 2 ms now).
+ALTER FUNCTION jsonb_ttl_internal._ttl_stats() ROWS 100;
+ALTER FUNCTION jsonb_ttl_internal._ttl_undeletable() ROWS 10;
 
 -- Like pg_stat_reset(): for superusers, and for whom they grant it.
 REVOKE EXECUTE ON FUNCTION ttl_stats_reset() FROM PUBLIC;

@@ -86,7 +86,7 @@ GRANT SELECT ON jsonb_ttl_internal.index_oid TO PUBLIC;   -- as ttl_index: nothi
 -- without locking any table (pg_partition_tree() would lock every partition, and wait behind a
 -- tenant's lock), so that ttl_stats and the worker's catalog read never wait on one.
 CREATE FUNCTION jsonb_ttl_internal._ttl_targets(tbl regclass) RETURNS SETOF regclass
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE ROWS 1  -- most tables are their own one target (see ttl_stats' planning)
 SET search_path = pg_catalog, pg_temp
 AS $$
     WITH RECURSIVE tree(relid) AS (

@@ -49,7 +49,7 @@ SELECT $$function $$ || p.oid::regprocedure || $$ returns $$ || p.prorettype::re
        || $$ volatility $$ || p.provolatile::text || $$ strict $$ || p.proisstrict || $$ definer $$ || p.prosecdef
        || $$ parallel $$ || p.proparallel::text || $$ config $$ || coalesce(p.proconfig::text, $$-$$)
        || $$ acl $$ || coalesce(p.proacl::text, $$default$$) || $$ comment $$ || coalesce(obj_description(p.oid, $$pg_proc$$), $$-$$)
-       || $$ arguments $$ || pg_get_function_arguments(p.oid)
+       || $$ arguments $$ || pg_get_function_arguments(p.oid) || $$ rows $$ || p.prorows
        || $$ body $$ || md5(p.prosrc)
 FROM members m JOIN pg_proc p ON p.oid = m.objid WHERE m.classid = $$pg_proc$$::regclass
 UNION ALL
