@@ -254,6 +254,30 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_index_drop(tbl) $$;
 COMMENT ON FUNCTION ttl_index_drop(regclass) IS 'Drops the TTL index of a table and its catalog entry.';
 
+-- ttl_index_drop(tbl, if_exists => true), for migrations: a table without a TTL index (or no
+-- table: to_regclass() of one that is gone) is a NOTICE and false, not an error.
+CREATE FUNCTION ttl_index_drop(tbl regclass, if_exists boolean)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF if_exists AND (tbl IS NULL OR NOT EXISTS (
+           SELECT FROM @extschema@.ttl_index t
+           WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)) THEN
+        IF tbl IS NULL THEN
+            RAISE NOTICE 'jsonb_ttl: no such table, skipping';
+        ELSE
+            RAISE NOTICE 'jsonb_ttl: % has no TTL index, skipping', tbl;
+        END IF;
+        RETURN false;
+    END IF;
+    RETURN jsonb_ttl_internal._ttl_index_drop(tbl);
+END
+$$;
+COMMENT ON FUNCTION ttl_index_drop(regclass, boolean) IS
+  'Drops the TTL index of a table and its catalog entry; with if_exists, a table without one is a NOTICE.';
+
 -- No table named: '-' (no table), so that a NULL (a mistyped to_regclass()) is an error.
 CREATE FUNCTION ttl_expire_now(tbl regclass DEFAULT '-'::pg_catalog.regclass, max_rows bigint DEFAULT NULL)
 RETURNS bigint

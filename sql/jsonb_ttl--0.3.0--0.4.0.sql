@@ -31,3 +31,26 @@ UPDATE @extschema@.ttl_index t
 ALTER FUNCTION jsonb_ttl_internal._ttl_targets(pg_catalog.regclass) ROWS 1;
 ALTER FUNCTION jsonb_ttl_internal._ttl_stats() ROWS 100;
 ALTER FUNCTION jsonb_ttl_internal._ttl_undeletable() ROWS 10;
+
+-- ttl_index_drop(tbl, if_exists => true), for migrations (as in sql/api.sql).
+CREATE FUNCTION @extschema@.ttl_index_drop(tbl pg_catalog.regclass, if_exists pg_catalog.bool)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF if_exists AND (tbl IS NULL OR NOT EXISTS (
+           SELECT FROM @extschema@.ttl_index t
+           WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)) THEN
+        IF tbl IS NULL THEN
+            RAISE NOTICE 'jsonb_ttl: no such table, skipping';
+        ELSE
+            RAISE NOTICE 'jsonb_ttl: % has no TTL index, skipping', tbl;
+        END IF;
+        RETURN false;
+    END IF;
+    RETURN jsonb_ttl_internal._ttl_index_drop(tbl);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_drop(pg_catalog.regclass, pg_catalog.bool) IS
+  'Drops the TTL index of a table and its catalog entry; with if_exists, a table without one is a NOTICE.';

@@ -53,6 +53,7 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
         );
     }
     warn_unless_preloaded();
+    crate::advise::on_create(ext, table, spec);
     true
 }
 

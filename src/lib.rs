@@ -22,6 +22,7 @@ use pgrx::prelude::*;
 #[cfg(any(feature = "pg13", feature = "pg14"))]
 compile_error!("jsonb_ttl supports PostgreSQL 15, 16, 17 and 18");
 
+pub mod advise;
 pub mod alter;
 pub mod api;
 pub mod bgw;

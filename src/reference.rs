@@ -31,17 +31,7 @@ pub fn reference_expr(
     let zone = quote_literal(time_zone.unwrap_or("UTC"));
     Ok(match resolved.kind {
         ColumnKind::Jsonb | ColumnKind::Json => {
-            // json → jsonb is an I/O conversion of IMMUTABLE functions: it can key an index
-            let document = match resolved.kind {
-                ColumnKind::Json => format!("({column})::pg_catalog.jsonb"),
-                _ => column,
-            };
-            let value = resolved.json_path.iter().fold(document, |value, key| {
-                format!(
-                    "({value} OPERATOR(pg_catalog.->) {}::pg_catalog.text)",
-                    quote_literal(key)
-                )
-            });
+            let value = json_value(resolved, resolved.json_path.len());
             match (unit, time_zone) {
                 (NumericUnit::Seconds, None) => format!("{ext}.ttl_timestamp({value})"),
                 (NumericUnit::Milliseconds, None) => {
@@ -76,6 +66,25 @@ pub fn reference_expr(
             ))
         }
     })
+}
+
+/// The jsonb value `resolved` (a json or jsonb column) holds at the first `keys` keys of its
+/// path: `(doc OPERATOR(pg_catalog.->) 'a'::pg_catalog.text)`… A json column is read as jsonb (an
+/// I/O conversion of IMMUTABLE functions: it can key an index).
+pub fn json_value(resolved: &Resolved, keys: usize) -> String {
+    let column = quote_identifier(&resolved.column);
+    let document = match resolved.kind {
+        ColumnKind::Json => format!("({column})::pg_catalog.jsonb"),
+        _ => column,
+    };
+    resolved.json_path[..keys]
+        .iter()
+        .fold(document, |value, key| {
+            format!(
+                "({value} OPERATOR(pg_catalog.->) {}::pg_catalog.text)",
+                quote_literal(key)
+            )
+        })
 }
 
 /// `<reference> < now() - $1 [AND <filter>]`: whether a row is expired (`expire_after`, the

@@ -10,6 +10,7 @@
 //! - [`touch`]: the time a write leaves in a document for `touch => true`.
 //! - [`wal_rate`]: the WAL rate of the worker's deletes over a sliding window.
 
+pub mod advice;
 pub mod batch_size;
 pub mod parse;
 pub mod path;

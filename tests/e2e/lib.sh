@@ -44,7 +44,14 @@ outcome() {
 }
 
 pass() { E2E_PASSES=$((E2E_PASSES + 1)); echo "  ok   $*"; }
-fail() { E2E_FAILURES=$((E2E_FAILURES + 1)); echo "  FAIL $*"; }
+fail() {
+  E2E_FAILURES=$((E2E_FAILURES + 1))
+  echo "  FAIL $*"
+  # what the worker and the launcher last logged, to tell a slow pass from a wrong one
+  if [ -n "${CLUSTER_DIR:-}" ] && [ -f "$CLUSTER_DIR/server.log" ]; then
+    grep -a "jsonb_ttl" "$CLUSTER_DIR/server.log" | tail -n 12 | sed 's/^/       log: /' || true
+  fi
+}
 
 # expect_eq DESCRIPTION EXPECTED ACTUAL
 expect_eq() {

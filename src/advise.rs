@@ -1,0 +1,167 @@
+//! Advice when a TTL index is created: a NOTICE (a WARNING where rows would expire at once)
+//! for a path in JSONPath or SQL syntax, for numbers that look like another unit than
+//! `numeric_unit`, and for sampled rows with no point in time at the path, each with its fix
+//! in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's first 1,000 rows,
+//! read as its owner (`as_table_owner`: the owner's row security, never the caller's rights)
+//! in a subtransaction, so that nothing it meets can fail the creation.
+
+use crate::extension::Extension;
+use crate::spec::IndexSpec;
+use crate::table::Table;
+use crate::{owner, reference, txn};
+use jsonb_ttl_core::advice::{self, Advice, MICROS_FROM, MILLIS_FROM};
+use jsonb_ttl_core::path::{ColumnKind, Resolved};
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+/// Rows read from the table.
+const SAMPLE_ROWS: i64 = 1000;
+
+/// Raises the advice on `spec`, just created on `table` (`'…'` in a HINT: the table's name).
+pub(crate) fn on_create(ext: &Extension, table: &Table, spec: &IndexSpec) {
+    let mut advice: Vec<Advice> = advice::path_syntax(spec.path).into_iter().collect();
+    if let Some(sample) = sample(ext, table, spec) {
+        advice.extend(advice::numeric_unit(spec.path, spec.unit, sample.scales));
+        // rows without a point in time: said when nothing above explains them already
+        if advice.is_empty() {
+            advice.extend(advice::unreadable(
+                spec.path,
+                &spec.resolved,
+                sample.rows,
+                sample.unreadable,
+                &sample.keys,
+            ));
+        }
+    }
+    for advice in advice {
+        let (code, level) = match advice.warning {
+            true => (PgSqlErrorCode::ERRCODE_WARNING, PgLogLevel::WARNING),
+            false => (
+                PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+                PgLogLevel::NOTICE,
+            ),
+        };
+        ErrorReport::new(
+            code,
+            format!("jsonb_ttl: {}: {}", table.name, advice.message),
+            "jsonb_ttl",
+        )
+        .set_hint(
+            advice
+                .hint
+                .replace("'…'", &pgrx::spi::quote_literal(&table.name)),
+        )
+        .report(level);
+    }
+}
+
+/// What the sample found.
+struct Sample {
+    rows: u64,
+    /// Rows whose reference time is NULL.
+    unreadable: u64,
+    /// The numbers at the path, by their scale as a Unix time (seconds, ms, µs).
+    scales: [u64; 3],
+    /// The keys of the objects where the path's last key should be, the most frequent first.
+    keys: Vec<String>,
+}
+
+/// The sample of `table` under `spec`, as its owner; `None` when it could not be read.
+fn sample(ext: &Extension, table: &Table, spec: &IndexSpec) -> Option<Sample> {
+    let reference =
+        reference::reference_expr(ext, &spec.resolved, spec.unit, spec.zone.as_deref()).ok()?;
+    let owner = owner::table_owner(table.oid)?;
+    let column = pgrx::spi::quote_identifier(&spec.resolved.column);
+    let rows = format!(
+        "(SELECT {column} FROM {} LIMIT {SAMPLE_ROWS}) s",
+        table.name
+    );
+    let counts = format!(
+        "SELECT pg_catalog.count(*)::pg_catalog.int8, \
+                (pg_catalog.count(*) FILTER (WHERE {}))::pg_catalog.int8, \
+                (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.<) {MILLIS_FROM}))::pg_catalog.int8, \
+                (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MILLIS_FROM} \
+                                              AND s.n OPERATOR(pg_catalog.<) {MICROS_FROM}))::pg_catalog.int8, \
+                (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MICROS_FROM}))::pg_catalog.int8 \
+         FROM (SELECT {reference} AS r, {column} AS c, {} AS n FROM {rows}) s",
+        unreadable(&spec.resolved),
+        number(&spec.resolved)
+    );
+    let keys = keys_sql(&spec.resolved, &rows);
+    let read = || {
+        owner::as_table_owner(owner, &[(c"statement_timeout", "5s")], || {
+            Spi::connect(|client| {
+                let row = client.select(&counts, Some(1), &[])?.first();
+                let count = |n: usize| -> Result<u64, pgrx::spi::Error> {
+                    Ok(row.get::<i64>(n)?.unwrap_or(0).max(0) as u64)
+                };
+                let mut sample = Sample {
+                    rows: count(1)?,
+                    unreadable: count(2)?,
+                    scales: [count(3)?, count(4)?, count(5)?],
+                    keys: Vec::new(),
+                };
+                if let (Some(keys), true) = (&keys, sample.unreadable > 0) {
+                    for key in client.select(keys, None, &[])? {
+                        sample.keys.extend(key.get::<String>(1)?);
+                    }
+                }
+                Ok::<_, pgrx::spi::Error>(sample)
+            })
+        })
+    };
+    match txn::in_subtransaction(read) {
+        Ok(Ok(sample)) => Some(sample),
+        Ok(Err(e)) => {
+            debug1!("jsonb_ttl: no sample of {}: {e}", table.name);
+            None
+        }
+        Err(e) => {
+            debug1!("jsonb_ttl: no sample of {}: {}", table.name, e.message);
+            None
+        }
+    }
+}
+
+/// Whether a sampled row (`s.r` its reference time, `s.c` its column) has a value at the path
+/// that is no point in time: a missing key in a document, a text that is no date. A NULL in a
+/// column of a date type is a row meant to be kept, not a mistake.
+fn unreadable(resolved: &Resolved) -> &'static str {
+    match resolved.kind {
+        ColumnKind::Jsonb | ColumnKind::Json => "s.r IS NULL",
+        ColumnKind::Text => "s.r IS NULL AND s.c IS NOT NULL",
+        _ => "false",
+    }
+}
+
+/// The absolute value of the number a row holds at the path, NULL when it holds none.
+fn number(resolved: &Resolved) -> String {
+    match resolved.kind {
+        ColumnKind::Jsonb | ColumnKind::Json => {
+            let value = reference::json_value(resolved, resolved.json_path.len());
+            format!(
+                "CASE WHEN pg_catalog.jsonb_typeof({value}) OPERATOR(pg_catalog.=) 'number'::pg_catalog.text \
+                 THEN pg_catalog.abs(({value})::pg_catalog.numeric) END"
+            )
+        }
+        ColumnKind::Number => format!(
+            "pg_catalog.abs(({})::pg_catalog.numeric)",
+            pgrx::spi::quote_identifier(&resolved.column)
+        ),
+        _ => "NULL::pg_catalog.numeric".to_string(),
+    }
+}
+
+/// The statement listing the keys of the objects in which the path's last key is looked up
+/// (`None` for a plain column).
+fn keys_sql(resolved: &Resolved, rows: &str) -> Option<String> {
+    let last = resolved.json_path.len().checked_sub(1)?;
+    let parent = reference::json_value(resolved, last);
+    Some(format!(
+        "SELECT k.k FROM (SELECT {parent} AS p FROM {rows}) s \
+         CROSS JOIN LATERAL pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof(s.p) \
+              OPERATOR(pg_catalog.=) 'object'::pg_catalog.text THEN s.p END) k(k) \
+         GROUP BY k.k ORDER BY pg_catalog.count(*) DESC, k.k LIMIT 20"
+    ))
+}
