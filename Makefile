@@ -115,6 +115,11 @@ run: deps install-release
 	  -c "SELECT 1 FROM pg_database WHERE datname = 'demo'" | grep -q 1 || \
 	  $(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d postgres -qc "CREATE DATABASE demo"
 	$(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres -d demo -v ON_ERROR_STOP=1 -f sql/demo.sql
+	@# the demo's feeder (scripts/demo-feed.sh): a few new events a second, in a process group of its own
+	@pidfile=$$(scripts/cluster.sh dir run)/demo-feed.pid; \
+	  { [ -f $$pidfile ] && kill -0 $$(cat $$pidfile) 2>/dev/null; } || { \
+	    setsid scripts/demo-feed.sh $(PSQL) $(RUN_SOCK) $(RUN_PORT) </dev/null >/dev/null 2>&1 & \
+	    echo $$! >$$pidfile; }
 	@echo
 	@echo "jsonb_ttl is running. Connect with:"
 	@echo "  $(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres demo"
@@ -122,6 +127,8 @@ run: deps install-release
 	@echo "Stop it with: make stop"
 
 stop:
+	@pidfile=$$(scripts/cluster.sh dir run)/demo-feed.pid; \
+	  [ ! -f $$pidfile ] || { kill -- -$$(cat $$pidfile) 2>/dev/null || true; rm -f $$pidfile; }
 	scripts/cluster.sh stop run
 
 ## make bench: performance figures as ratios against baselines measured in the same run.

@@ -1,5 +1,6 @@
 -- make run: a live demo of jsonb_ttl in the database "demo". Rows expire over the next minute
--- and the background worker removes them while you watch.
+-- and the background worker removes them while you watch; make run's feeder
+-- (scripts/demo-feed.sh) keeps adding a few a second, each gone 10 seconds later.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS jsonb_ttl;
 DROP TABLE IF EXISTS demo_events;
