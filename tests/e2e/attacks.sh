@@ -12,7 +12,9 @@
 #      frequency + batch_timeout + grace (+ slack);
 #   D. statistics that leak and break: a trigger's error text (an SSN) shown in ttl_stats to a
 #      role that may not read the table; a forced policy that raises or sleeps breaking
-#      ttl_stats for everyone (reading the view must never run owner code).
+#      ttl_stats for everyone (reading the view must never run owner code);
+#   E. owner code run with a caller's rights: the sample ttl_index_create reads for its advice
+#      must run a tenant's forced policy as the tenant, not as the operator who creates the index.
 # Objects are followed by OID, never by name; a time limit owner code can catch is no limit.
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-attacks 28851 "jsonb_ttl.frequency = 500" "jsonb_ttl.batch_timeout = 2s" \
@@ -334,5 +336,44 @@ for who in postgres eve; do
   echo "     $who's SELECT * FROM ttl_stats under a 30 s sleeping policy: $got after $(($(now_ms) - t0)) ms"
   expect_eq "D: SELECT * FROM ttl_stats as $who succeeds within statement_timeout = 5s with a sleeping policy" ok "$got"
 done
+
+echo "-- E. the sample ttl_index_create reads runs a tenant's policy as the tenant, never as the caller"
+# ops, an operator role that is a member of mallory's role (so it may manage her TTL index) and
+# may write to its own table ops_audit, creates the TTL index of mallory's table. mallory's forced
+# policy writes down who runs it and tries to write into ops_audit: the creation's sample (its
+# advice) reads the table as its owner, so the policy runs as mallory, whose write is refused.
+# The table's name is hostile.
+new_db sample
+q sample -v ON_ERROR_STOP=1 <<'SQL' >/dev/null
+CREATE ROLE ops LOGIN;
+GRANT mallory TO ops;
+CREATE TABLE public.ops_audit (line text);
+ALTER TABLE public.ops_audit OWNER TO ops;
+SQL
+as mallory sample -v ON_ERROR_STOP=1 <<'SQL' >/dev/null
+CREATE TABLE public."s""; DROP TABLE x; --" (doc jsonb);
+INSERT INTO public."s""; DROP TABLE x; --" VALUES ('{"createdAt": "2020-01-01"}');
+CREATE TABLE public.ran_as (who text, wrote boolean);
+GRANT INSERT ON public.ran_as TO PUBLIC;
+CREATE FUNCTION public.grab() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  wrote boolean := true;
+BEGIN
+  BEGIN
+    INSERT INTO public.ops_audit VALUES ('written by mallory''s policy');
+  EXCEPTION WHEN insufficient_privilege THEN
+    wrote := false;
+  END;
+  INSERT INTO public.ran_as VALUES (current_user, wrote);
+  RETURN true;
+END $$;
+ALTER TABLE public."s""; DROP TABLE x; --" ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY grab ON public."s""; DROP TABLE x; --" USING (public.grab());
+SQL
+got=$(outcome ops sample "SELECT index_name FROM ttl_index_create('public.\"s\"\"; DROP TABLE x; --\"', 'created_at', interval '1 day')")
+expect_eq "E: ops's ttl_index_create on mallory's table succeeds" ok "$got"
+expect_eq "E: the sample ran mallory's policy as mallory, whose write into ops_audit was refused" "mallory|false" \
+  "$(q sample -c "SELECT string_agg(DISTINCT who || '|' || wrote, ',') FROM public.ran_as")"
+expect_eq "E: ops_audit is untouched" 0 "$(q sample -c "SELECT count(*) FROM public.ops_audit")"
 
 finish
