@@ -42,17 +42,19 @@ pub(crate) fn on_create(ext: &Extension, table: &Table, spec: &IndexSpec) {
                 PgLogLevel::NOTICE,
             ),
         };
-        ErrorReport::new(
-            code,
-            format!("jsonb_ttl: {}: {}", table.name, advice.message),
-            "jsonb_ttl",
-        )
-        .set_hint(
-            advice
-                .hint
-                .replace("'…'", &pgrx::spi::quote_literal(&table.name)),
-        )
-        .report(level);
+        crate::error::tell(
+            level,
+            ErrorReport::new(
+                code,
+                format!("jsonb_ttl: {}: {}", table.name, advice.message),
+                "jsonb_ttl",
+            )
+            .set_hint(
+                advice
+                    .hint
+                    .replace("'…'", &pgrx::spi::quote_literal(&table.name)),
+            ),
+        );
     }
 }
 

@@ -299,17 +299,19 @@ pub(crate) fn first_backlog(ext: &Extension, table: &Table) -> Option<i64> {
             "To look at them first, create the index with paused => true.".to_string(),
         ),
     };
-    ErrorReport::new(
-        PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
-        format!(
-            "jsonb_ttl: {expired} row(s) of {} are expired already: {what}",
-            table.name
-        ),
-        "jsonb_ttl",
-    )
-    .set_detail(detail)
-    .set_hint(hint)
-    .report(PgLogLevel::NOTICE);
+    crate::error::tell(
+        PgLogLevel::NOTICE,
+        ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+            format!(
+                "jsonb_ttl: {expired} row(s) of {} are expired already: {what}",
+                table.name
+            ),
+            "jsonb_ttl",
+        )
+        .set_detail(detail)
+        .set_hint(hint),
+    );
     Some(expired)
 }
 

@@ -13,10 +13,11 @@ use pgrx::PgSqlErrorCode;
 /// Creates the TTL index `spec` on `table`: `false` when the table has that very one already.
 pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
     if let Some(current) = existing(ext, table) {
-        if spec.matches(&current) {
+        let differences = spec.differences(&current);
+        if differences.is_empty() {
             return false;
         }
-        refuse_duplicate(table, &current);
+        refuse_duplicate(table, &current, &differences);
     }
     if spec.drop_partitions.is_some() {
         let reference =

@@ -92,16 +92,76 @@ impl<'a> IndexSpec<'a> {
     }
 
     /// Whether `current` is this very TTL index (creating it again changes nothing).
-    pub fn matches(&self, current: &TtlIndex) -> bool {
-        current.resolved == self.resolved
-            && current.unit == self.unit
-            && current.expire_after.as_micros() == self.expire_after.as_micros()
-            && same_zone(self.zone.as_deref(), current.time_zone.as_deref())
-            && current.filter_sql == self.filter.as_ref().map(|f| f.sql.clone())
-            && current.touch == self.touch
-            && current.hide_expired == self.hide_expired
-            && current.row_ttl.as_ref().map(|r| &r.resolved) == self.row_ttl.as_ref().map(|r| &r.1)
-            && current.drop_partitions == self.drop_partitions
+    /// How this TTL index differs from `current`, the table's: one `option: current → given`
+    /// for each option that differs.
+    pub fn differences(&self, current: &TtlIndex) -> Vec<String> {
+        let shown = |value: Option<&str>| value.map_or("none".to_string(), quote_literal);
+        let mut differ = Vec::new();
+        let mut differs = |name: &str, was: String, given: String| {
+            differ.push(format!("{name}: {was} → {given}"));
+        };
+        if current.resolved != self.resolved {
+            differs(
+                "path",
+                quote_literal(&current.path),
+                quote_literal(self.path),
+            );
+        }
+        if current.unit != self.unit {
+            differs(
+                "numeric_unit",
+                shown(Some(current.unit.name())),
+                shown(Some(self.unit.name())),
+            );
+        }
+        if current.expire_after.as_micros() != self.expire_after.as_micros() {
+            differs(
+                "expire_after",
+                current.expire_after.to_string(),
+                self.expire_after.to_string(),
+            );
+        }
+        if !same_zone(self.zone.as_deref(), current.time_zone.as_deref()) {
+            differs(
+                "time_zone",
+                shown(current.time_zone.as_deref()),
+                shown(self.zone.as_deref()),
+            );
+        }
+        let filter = self.filter.as_ref().map(|f| f.sql.clone());
+        if current.filter_sql != filter {
+            let was = current
+                .filter_sql
+                .as_ref()
+                .map_or("none", |_| "the current one");
+            let given = self.filter.as_ref().map(|f| f.shown.as_str());
+            differs("filter", was.to_string(), shown(given));
+        }
+        if current.touch != self.touch {
+            differs("touch", current.touch.to_string(), self.touch.to_string());
+        }
+        if current.hide_expired != self.hide_expired {
+            differs(
+                "hide_expired",
+                current.hide_expired.to_string(),
+                self.hide_expired.to_string(),
+            );
+        }
+        if current.row_ttl.as_ref().map(|r| &r.resolved) != self.row_ttl.as_ref().map(|r| &r.1) {
+            differs(
+                "row_ttl_path",
+                shown(current.row_ttl.as_ref().map(|r| r.path.as_str())),
+                shown(self.row_ttl.as_ref().map(|r| r.0)),
+            );
+        }
+        if current.drop_partitions != self.drop_partitions {
+            differs(
+                "drop_partitions",
+                shown(current.drop_partitions.map(|m| m.name())),
+                shown(self.drop_partitions.map(|m| m.name())),
+            );
+        }
+        differ
     }
 
     /// The catalog row of this TTL index on `table`, column by column: 0.1.0's catalog has
@@ -292,16 +352,18 @@ pub(crate) fn check_drop_partitions(
 }
 
 /// Raises that `table` already has a TTL index, `current`, other than the one asked for.
-pub(crate) fn refuse_duplicate(table: &Table, current: &TtlIndex) -> ! {
-    raise(
+pub(crate) fn refuse_duplicate(table: &Table, current: &TtlIndex, differences: &[String]) -> ! {
+    crate::error::raise_with_detail(
         PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
         format!(
             "table {} already has a TTL index on {} expiring after {}",
             table.name, current.path, current.expire_after
         ),
+        format!("It differs in {}.", differences.join("; ")),
         format!(
-            "A table has one TTL index. Change its expiry with ttl_index_alter({}, …), \
-             or drop it with ttl_index_drop({}) first.",
+            "A table has one TTL index. Change it with ttl_index_alter({}, …) (expire_after, \
+             time_zone, filter, touch, hide_expired, drop_partitions), or drop it with \
+             ttl_index_drop({}) first.",
             quote_literal(&table.name),
             quote_literal(&table.name)
         ),

@@ -71,5 +71,14 @@ ALTER TABLE tenant_docs ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
 CREATE POLICY only_mine ON tenant_docs USING (current_user = 'postgres');
 SELECT index_name FROM ttl_index_create('tenant_docs', 'created_at', interval '1 day');
 SELECT ttl_index_drop('tenant_docs');
+
+-- ttl_index_create on a table that has a TTL index says what differs (DETAIL); an error about
+-- an argument carries no CONTEXT of the SQL wrappers, even with psql's SHOW_CONTEXT always
+\set SHOW_CONTEXT always
+SELECT index_name FROM ttl_index_create('sessions', 'createdAt', interval '1 day');
+SELECT ttl_index_create('sessions', 'updatedAt', interval '2 days', time_zone => 'Europe/Paris', touch => true);
+SELECT ttl_index_create('sessions', 'createdAt', interval '-1 day');
+SELECT ttl_index_alter('caches', interval '1 day');
+\set SHOW_CONTEXT never
 DROP TABLE sessions, events, caches, tokens, tenant_docs;
 DROP ROLE advice_tenant;
