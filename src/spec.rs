@@ -258,11 +258,18 @@ fn resolve_path(table: &Table, path: &str) -> Resolved {
 
 /// The field `path` of a per-row TTL, resolved like a TTL index's path; it must hold a number.
 fn row_ttl_field(table: &Table, path: &str) -> Resolved {
+    const HINT: &str = "row_ttl_path names a field of a JSON document (or a numeric column) \
+                        holding the row's TTL in seconds, -1 for never.";
     let resolved = path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {
+        // the path's own hints name the column types a point in time may have: not this one's
+        let hint = match e.kind {
+            PathErrorKind::Syntax => e.hint,
+            _ => HINT.to_string(),
+        };
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("row_ttl_path: {}", e.message),
-            e.hint,
+            hint,
         )
     });
     match resolved.kind {
@@ -274,8 +281,7 @@ fn row_ttl_field(table: &Table, path: &str) -> Resolved {
                 quote_literal(path),
                 quote_identifier(&resolved.column)
             ),
-            "row_ttl_path names a field of a JSON document (or a numeric column) holding the \
-             row's TTL in seconds, -1 for never.",
+            HINT,
         ),
     }
 }
