@@ -117,6 +117,11 @@ CREATE SCHEMA app;
 CREATE TABLE app.items (doc jsonb);
 SELECT FROM ttl.ttl_index_create('app.items', 'at', 0);
 INSERT INTO app.items SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 25) g;
+-- a name that needs quotes: labelled App.UserSessions, never "App"."UserSessions"
+CREATE SCHEMA "App";
+CREATE TABLE "App"."UserSessions" (doc jsonb);
+SELECT FROM ttl.ttl_index_create('"App"."UserSessions"', 'at', 0);
+INSERT INTO "App"."UserSessions" SELECT jsonb_build_object('at', 1550165973 + g) FROM generate_series(1, 7) g;
 -- a table whose trigger refuses every delete: its expired row is set aside, its visit an error
 CREATE TABLE failing (doc jsonb);
 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes here'; END $$;
@@ -126,14 +131,15 @@ INSERT INTO failing VALUES ('{"at": "2019-01-01"}');
 SQL
 purged() {
   [ "$(q db_a -c "SELECT (SELECT count(*) FROM events) || ' ' || (SELECT count(*) FROM parted)")" = "8 133" ] &&
-    [ "$(q db_b -c "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM app.items)")" = 0 ]
+    [ "$(q db_b -c "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM app.items)
+                           + (SELECT count(*) FROM \"App\".\"UserSessions\")")" = 0 ]
 }
 wait_for "the worker purges both databases" 10 purged
 set_aside() { [ "$(q db_b -c "SELECT rows_undeletable FROM ttl.ttl_stats WHERE table_name = 'failing'::regclass")" = 1 ]; }
 wait_for "and sets the refused row aside" 5 set_aside
 eventually_eq "ttl_stats counts every removal in db_a (events, parted_1, parted_2, sessions)" 5 "60 33 33 0" db_a \
   "SELECT string_agg(rows_deleted::text, ' ' ORDER BY table_name::text) FROM ttl_stats"
-eventually_eq "and in db_b (app.items, events, failing)" 5 "25 40 0" db_b \
+eventually_eq "and in db_b (App.UserSessions, app.items, events, failing)" 5 "7 25 40 0" db_b \
   "SELECT string_agg(rows_deleted::text, ' ' ORDER BY table_name::text) FROM ttl.ttl_stats"
 # the statistics stand still while the exporter reads them: the worker stops
 set_guc jsonb_ttl.enabled off
@@ -193,6 +199,9 @@ expect_eq "a partition is labelled with its table and its TTL table" 2 \
   "$(grep -c '^jsonb_ttl_table_runs_total{database="db_a",[^}]*,table="parted_[12]",ttl_table="parted"}' "$SCRAPE" || true)"
 expect_eq "a table out of the search_path is schema-qualified, as regclass prints it" 25 \
   "$(metric jsonb_ttl_table_rows_deleted_total db_b app.items)"
+expect_eq "a name that needs quotes is labelled plain: table=\"App.UserSessions\"" 7 \
+  "$(metric jsonb_ttl_table_rows_deleted_total db_b App.UserSessions)"
+expect_eq "and no label holds a double quote" 0 "$(grep '^jsonb_ttl' "$SCRAPE" | grep -c '\\"' || true)"
 
 echo "== the values are ttl_stats' and ttl_statistics()'s"
 # check_table DB SCHEMA TABLE: every metric of TABLE against its ttl_stats row, read now
@@ -245,12 +254,12 @@ expect_num "nothing expired left in events: oldest expired age 0" 0 "$(metric ${
 
 IFS='|' read -r s_runs s_rows s_limit s_ms s_since <<<"$(q db_a -F '|' -c "SELECT runs, rows_deleted, limit_reached, last_pass_ms / 1000, extract(epoch FROM to_timestamp($SCRAPED_AT) - last_pass_at) FROM ttl_statistics()")"
 for db in db_a db_b; do
-  expect_eq "server totals read in $db: runs, rows deleted (60 + 66 + 40 + 25), limit reached" "$s_runs 191 $s_limit" \
+  expect_eq "server totals read in $db: runs, rows deleted (60 + 66 + 40 + 25 + 7), limit reached" "$s_runs 198 $s_limit" \
     "$(metric jsonb_ttl_server_runs_total $db) $(metric jsonb_ttl_server_rows_deleted_total $db) $(metric jsonb_ttl_server_limit_reached_total $db)"
   expect_num "$db: last pass duration (s)" "$s_ms" "$(metric jsonb_ttl_server_last_pass_duration_seconds $db)" 0.000001
   expect_num "$db: seconds since the last pass" "$s_since" "$(metric jsonb_ttl_server_seconds_since_last_pass $db)" "$TOL"
 done
-expect_num "ttl_statistics() counts the same 191 rows" 191 "$s_rows"
+expect_num "ttl_statistics() counts the same 198 rows" 198 "$s_rows"
 # ttl_throttle(): one series per limit and metric, with its setting, the values of the function
 for db in db_a db_b; do
   expect_eq "$db: jsonb_ttl_throttle_* (slowed, limit, slowdowns, waited) per setting, as ttl_throttle() says" \
