@@ -625,3 +625,84 @@ BEGIN
     END IF;
 END
 $$;
+
+-- A comment on every function and view a user reads, and on every column of the views, so that
+-- \df+, \dv+ and \d+ say what each is (docs/functions.md and docs/monitoring.md say more).
+COMMENT ON FUNCTION ttl_index_alter(regclass, numeric) IS
+  'Changes the expire_after of a table''s TTL index, in seconds.';
+COMMENT ON FUNCTION ttl_index_alter(regclass, text) IS
+  'Changes the expire_after of a table''s TTL index, written as an interval (''1 day'', ''P1D'') or seconds.';
+COMMENT ON FUNCTION ttl_statistics() IS
+  'Server totals of the background workers: passes, rows deleted, passes cut short by a limit.';
+COMMENT ON FUNCTION ttl_stats_reset() IS
+  'Sets every statistic of ttl_stats and ttl_statistics() back to zero, server-wide (like pg_stat_reset()).';
+COMMENT ON FUNCTION ttl_stats_store() IS
+  'The statistics store: entries in use, its size (jsonb_ttl.max_tables), and the tables it had no room for.';
+COMMENT ON FUNCTION ttl_throttle() IS
+  'Whether the workers slow down for replicas or WAL, per limit: lag, slots'' retained WAL, WAL rate.';
+COMMENT ON FUNCTION ttl_is_datestring(text) IS
+  'Whether a text is a point in time a TTL index reads (the date-string grammar of docs/functions.md).';
+COMMENT ON FUNCTION ttl_timestamp(jsonb) IS
+  'The point in time a JSON value holds (a date string, Unix seconds, Extended JSON), or NULL; keys TTL indexes.';
+COMMENT ON FUNCTION ttl_timestamp(jsonb, text) IS
+  'The point in time a JSON value holds, its numbers read in numeric_unit (''s'' or ''ms''), or NULL; keys TTL indexes.';
+COMMENT ON FUNCTION ttl_timestamp(jsonb, text, text) IS
+  'The point in time a JSON value holds, numbers in numeric_unit, strings without an offset in the time zone given; keys TTL indexes.';
+COMMENT ON FUNCTION ttl_text_timestamp(text) IS
+  'The point in time a text column holds, read with the date-string grammar (UTC without an offset), or NULL; keys TTL indexes.';
+COMMENT ON FUNCTION ttl_text_timestamp(text, text) IS
+  'The point in time a text column holds, strings without an offset read in the time zone given, or NULL; keys TTL indexes.';
+COMMENT ON FUNCTION ttl_unix_timestamp(numeric, text) IS
+  'A Unix time in numeric_unit (''s'' or ''ms'') as a timestamptz, or NULL when out of range; keys TTL indexes.';
+COMMENT ON FUNCTION ttl_row_seconds(jsonb) IS
+  'The per-row TTL a JSON value holds, in seconds (-1: never), or NULL; keys per-row TTL indexes.';
+COMMENT ON FUNCTION ttl_row_seconds(numeric) IS
+  'The per-row TTL a numeric column holds, in seconds (-1: never), or NULL; keys per-row TTL indexes.';
+COMMENT ON FUNCTION ttl_expires_at(timestamptz, double precision) IS
+  'When a row with a per-row TTL expires: its reference time plus its TTL in seconds; keys per-row TTL indexes.';
+
+COMMENT ON VIEW ttl_indexes IS 'Every TTL index of this database, with its options (see ttl_index_create).';
+COMMENT ON COLUMN ttl_indexes.table_name IS 'The table of the TTL index.';
+COMMENT ON COLUMN ttl_indexes.column_name IS 'The column the path starts in.';
+COMMENT ON COLUMN ttl_indexes.path IS 'The path as given to ttl_index_create.';
+COMMENT ON COLUMN ttl_indexes.json_path IS 'The keys followed inside a json or jsonb column (empty for a plain column).';
+COMMENT ON COLUMN ttl_indexes.expire_after IS 'How long after its point in time a row expires.';
+COMMENT ON COLUMN ttl_indexes.numeric_unit IS 'How numbers are read: s (Unix seconds) or ms (milliseconds).';
+COMMENT ON COLUMN ttl_indexes.index_name IS 'The btree index on the point in time.';
+COMMENT ON COLUMN ttl_indexes.index_size IS 'The index''s size in bytes, as of its build or last VACUUM or ANALYZE.';
+COMMENT ON COLUMN ttl_indexes.created_at IS 'When the TTL index was created.';
+COMMENT ON COLUMN ttl_indexes.time_zone IS 'The zone times without an offset are read in (NULL: UTC).';
+COMMENT ON COLUMN ttl_indexes.paused_at IS 'When the TTL index was paused (NULL: not paused).';
+COMMENT ON COLUMN ttl_indexes.filter IS 'The condition a row must meet to expire (NULL: every row).';
+COMMENT ON COLUMN ttl_indexes.touch IS 'Whether an update sets the point in time to now.';
+COMMENT ON COLUMN ttl_indexes.hide_expired IS 'Whether a row security policy hides expired rows before they are deleted.';
+COMMENT ON COLUMN ttl_indexes.row_ttl_path IS 'The field holding each row''s own TTL in seconds (NULL: none).';
+COMMENT ON COLUMN ttl_indexes.drop_partitions IS 'drop or detach: expired partitions go whole (NULL: rows are deleted).';
+COMMENT ON COLUMN ttl_indexes.paused_by IS 'Who paused the TTL index: brake (the safety brake) or operator.';
+COMMENT ON COLUMN ttl_indexes.paused_reason IS 'Why it is paused.';
+COMMENT ON COLUMN ttl_indexes.delete_window IS 'The time of day the worker deletes in, in time_zone (NULL: any time).';
+COMMENT ON COLUMN ttl_indexes.batch_size IS 'Rows a batch deletes (NULL: the worker adapts it).';
+COMMENT ON COLUMN ttl_indexes.max_removes_per_second IS 'The rate the worker deletes at most (NULL: no limit of its own).';
+COMMENT ON COLUMN ttl_indexes.replication_origin IS 'Whether deletes are written under a replication origin (hidden from origin = none subscribers).';
+COMMENT ON COLUMN ttl_indexes.logical_message IS 'Whether each batch writes a logical decoding message with the rows it deleted.';
+
+COMMENT ON VIEW ttl_stats IS 'What the background worker did, one row per table it deletes from (a leaf partition for a partitioned table), like pg_stat_*.';
+COMMENT ON COLUMN ttl_stats.table_name IS 'The table the worker deletes from.';
+COMMENT ON COLUMN ttl_stats.runs IS 'Passes of the worker that visited the table.';
+COMMENT ON COLUMN ttl_stats.rows_deleted IS 'Expired rows removed (since the server started or ttl_stats_reset()).';
+COMMENT ON COLUMN ttl_stats.last_run_at IS 'When the last visit of the table ended.';
+COMMENT ON COLUMN ttl_stats.last_rows_deleted IS 'Rows removed in the last visit.';
+COMMENT ON COLUMN ttl_stats.limit_reached IS 'Visits cut short by a limit (max_table_removes, max_total_removes, a rate).';
+COMMENT ON COLUMN ttl_stats.errors IS 'Visits that failed: a busy lock, a batch past batch_timeout, rows set aside.';
+COMMENT ON COLUMN ttl_stats.last_error IS 'The last failure''s message.';
+COMMENT ON COLUMN ttl_stats.oldest_expired IS 'The oldest point in time expired and still present when the worker last looked.';
+COMMENT ON COLUMN ttl_stats.ttl_table IS 'The table the TTL index is on (the partitioned table for a partition).';
+COMMENT ON COLUMN ttl_stats.skipped IS 'Why the worker does not delete from the table now (paused, outside delete_window, set aside), or NULL.';
+COMMENT ON COLUMN ttl_stats.rows_undeletable IS 'Expired rows the worker cannot delete and has set aside (a trigger raised, a foreign key restricts).';
+COMMENT ON COLUMN ttl_stats.last_success_at IS 'When the last visit that ended without an error ended.';
+COMMENT ON COLUMN ttl_stats.last_run_ms IS 'How long the last visit that deleted took, in milliseconds.';
+COMMENT ON COLUMN ttl_stats.backlog IS 'Expired rows left at the end of the last visit (0: it drained the table).';
+COMMENT ON COLUMN ttl_stats.rows_never_expire IS 'About how many rows have no readable point in time, so never expire (as of the last ANALYZE).';
+COMMENT ON COLUMN ttl_stats.paused IS 'Whether the TTL index is paused.';
+COMMENT ON COLUMN ttl_stats.paused_by IS 'Who paused it: brake (the safety brake) or operator.';
+COMMENT ON COLUMN ttl_stats.part IS 'For a table with a per-row TTL: expire_after or row_ttl, the part the row counts; NULL for any other.';

@@ -101,7 +101,7 @@ ANALYZE;
 SQL
 setup_log brake shorter
 q brake -c "SELECT FROM ttl_index_create('shorter', 'doc.at', interval '1 hour', max_removes_per_second => 50)"
-wait_for "the rate-limited visit of shorter is under way" 10 eval '[ $(q brake -c "SELECT count(*) FROM gone") -gt 0 ]'
+wait_for "the rate-limited visit of shorter is under way" 20 eval '[ $(q brake -c "SELECT count(*) FROM gone") -gt 0 ]'
 q brake -c "SELECT FROM ttl_index_alter('shorter', interval '10 minutes')"
 eventually_eq "expire_after shortened mid-visit (800 more rows, over 80 %): the brake pauses" 10 "true|brake" brake \
   "SELECT paused::text || '|' || coalesce(paused_by, '') FROM ttl_stats WHERE table_name = 'shorter'::regclass"

@@ -51,6 +51,14 @@ fail() {
   if [ -n "${CLUSTER_DIR:-}" ] && [ -f "$CLUSTER_DIR/server.log" ]; then
     grep -a "jsonb_ttl" "$CLUSTER_DIR/server.log" | tail -n 12 | sed 's/^/       log: /' || true
   fi
+  # and what the launcher and the workers are doing now
+  if [ -n "${SOCK:-}" ]; then
+    PGOPTIONS="-c statement_timeout=2s" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d postgres -X -q -At -F ' | ' -c \
+      "SELECT backend_type, coalesce(datname, '-'), coalesce(state, '-'), coalesce(wait_event, '-'),
+              left(regexp_replace(query, '\s+', ' ', 'g'), 80)
+       FROM pg_stat_activity WHERE backend_type LIKE 'jsonb_ttl%' ORDER BY 1, 2" 2>/dev/null |
+      sed 's/^/       now: /' || true
+  fi
 }
 
 # expect_eq DESCRIPTION EXPECTED ACTUAL

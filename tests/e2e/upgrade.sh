@@ -55,7 +55,8 @@ FROM members m JOIN pg_proc p ON p.oid = m.objid WHERE m.classid = $$pg_proc$$::
 UNION ALL
 SELECT $$relation $$ || c.relname || $$ kind $$ || c.relkind::text || $$ acl $$ || coalesce(c.relacl::text, $$default$$)
        || $$ comment $$ || coalesce(obj_description(c.oid, $$pg_class$$), $$-$$)
-       || $$ columns $$ || (SELECT string_agg(a.attname || $$:$$ || format_type(a.atttypid, a.atttypmod) || $$:$$ || a.attnotnull, $$,$$ ORDER BY a.attnum)
+       || $$ columns $$ || (SELECT string_agg(a.attname || $$:$$ || format_type(a.atttypid, a.atttypmod) || $$:$$ || a.attnotnull
+                                     || $$:$$ || coalesce(col_description(a.attrelid, a.attnum), $$-$$), $$,$$ ORDER BY a.attnum)
                           FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
        || $$ view $$ || coalesce(md5(pg_get_viewdef(c.oid)), $$-$$)
        || $$ constraints $$ || coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), $$; $$ ORDER BY k.conname) FROM pg_constraint k WHERE k.conrelid = c.oid), $$-$$)

@@ -1,0 +1,33 @@
+-- Every function and view of the extension's own schema, and every column of its views, says
+-- what it is: \df+, \dv+ and \d+ show these comments. The internals (jsonb_ttl_internal) are
+-- not a user's to read.
+\pset format unaligned
+SELECT 'function ' || p.oid::regprocedure AS without_comment
+FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e' AND p.pronamespace = x.extnamespace
+  AND obj_description(p.oid, 'pg_proc') IS NULL
+UNION ALL
+SELECT 'relation ' || c.oid::regclass
+FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relnamespace = x.extnamespace
+  AND obj_description(c.oid, 'pg_class') IS NULL
+UNION ALL
+SELECT 'column ' || c.oid::regclass || '.' || a.attname
+FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relnamespace = x.extnamespace
+  AND c.relkind = 'v' AND col_description(c.oid, a.attnum) IS NULL
+ORDER BY 1;
+
+-- The comments, as a reference
+SELECT p.oid::regprocedure AS function, obj_description(p.oid, 'pg_proc') AS comment
+FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e' AND p.pronamespace = x.extnamespace
+ORDER BY p.oid::regprocedure::text;
+SELECT c.relname AS view, a.attname AS column, col_description(c.oid, a.attnum) AS comment
+FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+WHERE c.relname IN ('ttl_indexes', 'ttl_stats') ORDER BY c.relname, a.attnum;
