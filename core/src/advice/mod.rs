@@ -24,7 +24,8 @@ pub const MILLIS_FROM: f64 = 1e11;
 /// And from this one up as microseconds (1e14 ms is the year 5138, 1e14 µs March 1973).
 pub const MICROS_FROM: f64 = 1e14;
 
-/// The scale a Unix time of magnitude `value` has, by the ranges above.
+/// The scale of a Unix time, by the ranges above (the extension counts the sampled numbers in
+/// each range in SQL, with these constants).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
     Seconds,
@@ -33,14 +34,6 @@ pub enum Scale {
 }
 
 impl Scale {
-    pub fn of(value: f64) -> Scale {
-        match value.abs() {
-            v if v >= MICROS_FROM => Scale::Microseconds,
-            v if v >= MILLIS_FROM => Scale::Milliseconds,
-            _ => Scale::Seconds,
-        }
-    }
-
     fn name(self) -> &'static str {
         match self {
             Scale::Seconds => "seconds",
@@ -176,21 +169,6 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
 mod tests {
     use super::*;
     use crate::path::ColumnKind;
-
-    #[test]
-    fn scales() {
-        let cases = [
-            (1_700_000_000.0, Scale::Seconds),
-            (99_999_999_999.0, Scale::Seconds),
-            (1_700_000_000_000.0, Scale::Milliseconds),
-            (1_700_000_000_000_000.0, Scale::Microseconds),
-            (-1_700_000_000_000.0, Scale::Milliseconds),
-            (0.0, Scale::Seconds),
-        ];
-        for (value, scale) in cases {
-            assert_eq!(Scale::of(value), scale, "{value}");
-        }
-    }
 
     #[test]
     fn numeric_unit_advice() {
