@@ -67,8 +67,20 @@ pub(super) fn read(ext: &Extension, kept: &mut Option<Kept>) -> Option<Vec<TtlIn
         *kept = None;
         return None;
     }
-    // the invalidations sent before this transaction began are in (StartTransaction)
+    // the invalidations sent before this transaction began are in (StartTransaction), and
+    // those its reads so far took in (each new lock)
     let changed = CHANGED.swap(false, Ordering::SeqCst);
+    // Everything from here reads under a snapshot taken after that swap, which holds every
+    // change whose invalidation the swap consumed (a change is visible before its
+    // invalidations are sent). The transaction's own snapshot, taken as it began, may not:
+    // a TTL index committed while this transaction waited for a lock (before the swap) was
+    // then missing from the catalog's read, but in the digest taken later, and the targets
+    // without it were kept pass after pass (kept_targets.sh, "while the worker waits").
+    Some(under_fresh_snapshot(|| choose(ext, kept, changed)))
+}
+
+/// The targets of [`read`] once the invalidations are counted (`changed`).
+fn choose(ext: &Extension, kept: &mut Option<Kept>, changed: bool) -> Vec<TtlIndex> {
     let previous = kept.take();
     if let Some(mut previous) = previous.filter(|previous| {
         !changed
@@ -80,11 +92,23 @@ pub(super) fn read(ext: &Extension, kept: &mut Option<Kept>) -> Option<Vec<TtlIn
         evaluate_windows(&mut previous.indexes);
         let indexes = previous.indexes.clone();
         *kept = Some(previous);
-        return Some(indexes);
+        return indexes;
     }
     let fresh = load(ext);
+    let indexes = fresh.indexes.clone();
     *kept = Some(fresh);
-    kept.as_ref().map(|kept| kept.indexes.clone())
+    indexes
+}
+
+/// Runs `f` under a snapshot taken now (the active one: the read-only statements of
+/// [`crate::read`] and of a transaction without an ID run under it; the others take a newer
+/// one), popped again after.
+fn under_fresh_snapshot<R>(f: impl FnOnce() -> R) -> R {
+    // (an error aborts the transaction, which drops the snapshots it pushed)
+    unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot()) };
+    let result = f();
+    unsafe { pg_sys::PopActiveSnapshot() };
+    result
 }
 
 /// Reads the catalog (see [`read`]).
@@ -101,10 +125,17 @@ fn load(ext: &Extension) -> Kept {
         }
     }
     let tables = catalog_tables(ext);
-    // before the catalog is read: a change committed in between shows at the next pass
     unsafe { pg_sys::CommandCounterIncrement() };
-    let digest = digest(&tables);
-    let mut indexes = catalog::load(ext, None, catalog::Scope::Targets);
+    // The digest and the read under one snapshot (with what was just recorded): the digest
+    // must never hold a change the read lacks. (A statement that takes a snapshot of its own,
+    // in a transaction that wrote, takes a newer one: a change the digest lacks shows at the
+    // next pass.)
+    let (digest, mut indexes) = under_fresh_snapshot(|| {
+        (
+            digest(&tables),
+            catalog::load(ext, None, catalog::Scope::Targets),
+        )
+    });
     // Under Citus a table's rows may live in shards elsewhere while its index here is empty
     // (a reference table's, a shell's): its probe says, as before.
     let citus = crate::citus::present();
@@ -160,10 +191,10 @@ fn evaluate_windows(indexes: &mut [TtlIndex]) {
     }
 }
 
-/// A digest of the row versions of each of `tables` visible now: their count, and a sum of a
-/// hash of each one's place (`ctid`) and inserting transaction (`xmin`). Any insert, update or
-/// delete committed since changes it. `None` when a table cannot be read so (gone, or not a
-/// heap): the catalog is then read at every pass.
+/// A digest of the row versions of each of `tables` visible in the active snapshot: their
+/// count, and a sum of a hash of each one's place (`ctid`) and inserting transaction (`xmin`).
+/// Any insert, update or delete committed since changes it. `None` when a table cannot be read
+/// so (gone, or not a heap): the catalog is then read at every pass.
 fn digest(tables: &[Oid]) -> Option<Vec<(u64, u64)>> {
     tables.iter().map(|&table| heap_digest(table)).collect()
 }
@@ -179,7 +210,7 @@ fn heap_digest(table: Oid) -> Option<(u64, u64)> {
             pg_sys::relation_close(rel, share);
             return None;
         }
-        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetActiveSnapshot());
         let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN
             | pg_sys::ScanOptions::SO_ALLOW_STRAT
             | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;

@@ -58,6 +58,17 @@ fail() {
               left(regexp_replace(query, '\s+', ' ', 'g'), 80)
        FROM pg_stat_activity WHERE backend_type LIKE 'jsonb_ttl%' ORDER BY 1, 2" 2>/dev/null |
       sed 's/^/       now: /' || true
+    # and what each database's worker last did to its tables: whether it holds them as targets
+    # (a row), visited them (runs, last_run_at), or skipped them (skipped, last_error)
+    local db
+    for db in $(PGOPTIONS="-c statement_timeout=2s" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d postgres -X -q -At -c \
+                "SELECT datname FROM pg_database WHERE datallowconn AND datname NOT IN ('template0', 'template1')" 2>/dev/null); do
+      PGOPTIONS="-c statement_timeout=2s -c client_min_messages=error" "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d "$db" -X -q -At -F ' | ' -c \
+        "SELECT table_name, part, runs, rows_deleted, to_char(last_run_at, 'HH24:MI:SS.MS'), paused,
+                left(coalesce(skipped, last_error, ''), 60)
+         FROM ttl_stats ORDER BY last_run_at DESC NULLS FIRST LIMIT 8" 2>/dev/null |
+        sed "s/^/       $db: /" || true
+    done
   fi
 }
 

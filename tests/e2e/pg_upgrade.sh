@@ -24,13 +24,14 @@ OLD_DIR=$(cluster "$OLD_PG_CONFIG" dir $OLD) NEW_DIR=$(cluster "$PG_CONFIG" dir 
 # q (lib.sh) reads SOCK and PORT: point them at one cluster or the other
 at() { SOCK=$1/sock PORT=$2; }
 
-cluster "$OLD_PG_CONFIG" start $OLD "$OLD_PORT" "jsonb_ttl.frequency = 100" "jsonb_ttl.max_table_fraction = 1"
+# the old cluster's worker off from the start while the tables are made and filled (on again
+# below, for pg_upgrade's starts of this cluster): a reload after CREATE EXTENSION could reach
+# its new worker after a first pass, which dropped parted_2019 before its row went in
+cluster "$OLD_PG_CONFIG" start $OLD "$OLD_PORT" "jsonb_ttl.frequency = 100" "jsonb_ttl.max_table_fraction = 1" \
+  "jsonb_ttl.enabled = off"
 at "$OLD_DIR" "$OLD_PORT"
 q postgres -c "CREATE DATABASE app"
-# the old cluster's worker off while the tables are made and filled (on again below, for
-# pg_upgrade's starts of this cluster)
-q app -c "CREATE EXTENSION jsonb_ttl" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
-wait_for "(the old cluster's passes stopped)" 10 passes_stopped app >/dev/null
+q app -c "CREATE EXTENSION jsonb_ttl" >/dev/null
 q app >/dev/null <<'SQL'
 CREATE TABLE events (id int PRIMARY KEY, doc jsonb);
 SELECT FROM ttl_index_create('events', 'at', interval '1 hour');
@@ -52,7 +53,7 @@ INSERT INTO parted VALUES ('2019-06-01'), (now());
 INSERT INTO items VALUES (1, '{"ttl": 0, "at": 1}'), (2, '{"at": 1}');
 INSERT INTO held SELECT g, '{"at": 1}' FROM generate_series(1, 5) g;
 -- on again for the next start: pg_upgrade's own starts of this cluster
-ALTER SYSTEM RESET jsonb_ttl.enabled;
+ALTER SYSTEM SET jsonb_ttl.enabled = on;
 SQL
 definitions="SELECT string_agg(concat_ws(' ', table_name, path, expire_after, filter, row_ttl_path, drop_partitions,
                                       paused_by), '; ' ORDER BY table_name::text) FROM ttl_indexes"
@@ -92,6 +93,7 @@ fi
 
 # the old cluster, started again with its worker off: as it was (copy mode leaves it whole)
 echo "jsonb_ttl.enabled = off" >>"$OLD_DIR/data/postgresql.conf"
+sed -i '/^jsonb_ttl.enabled/d' "$OLD_DIR/data/postgresql.auto.conf"  # (its ALTER SYSTEM above)
 cluster "$OLD_PG_CONFIG" start $OLD "$OLD_PORT"
 at "$OLD_DIR" "$OLD_PORT"
 expect_eq "no worker ran in pg_upgrade's servers: the old cluster is unchanged" "$before" "$(q app -c "$contents")"
