@@ -3,6 +3,7 @@
 # 15, 16 and 17), building it once from ../shared/vendor/citus-13.2.2.tar.gz. Skips everything
 # when that server's citus.so and citus.control (default_version 13.2-*) are there already.
 #   scripts/citus.sh [MAJOR]
+#   scripts/citus.sh --deps    only the Debian packages the build needs (apt's part, see .ci/run)
 # The build works in $JSONB_TTL_CITUS_CACHE/MAJOR (default /var/cache/jsonb_ttl/citus/MAJOR), logs
 # there (configure.log, make.log, install.log) and installs into the server's own paths
 # (pg_config: Debian's for 15, scripts/pg-server.sh's for 16 and 17): 1 to 2 minutes on 2 cores,
@@ -15,6 +16,8 @@
 # the server's header declares it, Citus's copy gives way to an #include of that header.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+deps_only=false
+[ "${1:-}" = --deps ] && { deps_only=true; shift; }
 major=${1:-15}
 version=13.2.2
 # the project's vendored source: beside the checkout (../shared/vendor), or where this machine
@@ -41,8 +44,6 @@ if [ -f "$pkglibdir/citus.so" ] && grep -Eqs "^default_version = '13\.2-[0-9]+'"
   exit 0
 fi
 
-[ -f "$tarball" ] || { log "no $tarball"; exit 1; }
-
 missing=()
 for p in libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,8 +52,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+$deps_only && exit 0
+
+[ -f "$tarball" ] || { log "no $tarball"; exit 1; }
 
 rm -rf "$dir" "$cache/src$major"  # src$major: an earlier layout's work dir
 mkdir -p "$dir"
