@@ -1,4 +1,4 @@
-//! Advice when a TTL index is created: a NOTICE (a WARNING where rows would expire at once)
+//! Advice when a TTL index is created, or its path or unit altered: a NOTICE (a WARNING where rows would expire at once)
 //! for a path in JSONPath or SQL syntax, for numbers that look like another unit than
 //! `numeric_unit`, and for sampled rows with no point in time at the path, each with its fix
 //! in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's first 1,000 rows,
@@ -10,6 +10,7 @@ use crate::spec::IndexSpec;
 use crate::table::Table;
 use crate::{owner, reference, txn};
 use jsonb_ttl_core::advice::{self, Advice, MICROS_FROM, MILLIS_FROM};
+use jsonb_ttl_core::parse::NumericUnit;
 use jsonb_ttl_core::path::{ColumnKind, Resolved};
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
@@ -18,8 +19,28 @@ use pgrx::{PgLogLevel, PgSqlErrorCode};
 /// Rows read from the table.
 const SAMPLE_ROWS: i64 = 1000;
 
-/// Raises the advice on `spec`, just created on `table` (`'…'` in a HINT: the table's name).
+/// What the advice reads of a TTL index: where its point in time is, and how it is read.
+pub(crate) struct Definition<'a> {
+    pub path: &'a str,
+    pub resolved: &'a Resolved,
+    pub unit: NumericUnit,
+    pub zone: Option<&'a str>,
+}
+
+/// Raises the advice on `spec`, just created on `table` (see [`on_definition`]).
 pub(crate) fn on_create(ext: &Extension, table: &Table, spec: &IndexSpec) {
+    let definition = Definition {
+        path: spec.path,
+        resolved: &spec.resolved,
+        unit: spec.unit,
+        zone: spec.zone.as_deref(),
+    };
+    on_definition(ext, table, &definition);
+}
+
+/// Raises the advice on the TTL index of `table` as `spec` defines it, just created or
+/// altered (`'…'` in a HINT: the table's name).
+pub(crate) fn on_definition(ext: &Extension, table: &Table, spec: &Definition) {
     let mut advice: Vec<Advice> = advice::path_syntax(spec.path).into_iter().collect();
     if let Some(sample) = sample(ext, table, spec) {
         advice.extend(advice::numeric_unit(spec.path, spec.unit, sample.scales));
@@ -27,7 +48,7 @@ pub(crate) fn on_create(ext: &Extension, table: &Table, spec: &IndexSpec) {
         if advice.is_empty() {
             advice.extend(advice::unreadable(
                 spec.path,
-                &spec.resolved,
+                spec.resolved,
                 sample.rows,
                 sample.unreadable,
                 &sample.keys,
@@ -70,9 +91,8 @@ struct Sample {
 }
 
 /// The sample of `table` under `spec`, as its owner; `None` when it could not be read.
-fn sample(ext: &Extension, table: &Table, spec: &IndexSpec) -> Option<Sample> {
-    let reference =
-        reference::reference_expr(ext, &spec.resolved, spec.unit, spec.zone.as_deref()).ok()?;
+fn sample(ext: &Extension, table: &Table, spec: &Definition) -> Option<Sample> {
+    let reference = reference::reference_expr(ext, spec.resolved, spec.unit, spec.zone).ok()?;
     let owner = owner::table_owner(table.oid)?;
     let column = pgrx::spi::quote_identifier(&spec.resolved.column);
     let rows = format!(
@@ -87,10 +107,10 @@ fn sample(ext: &Extension, table: &Table, spec: &IndexSpec) -> Option<Sample> {
                                               AND s.n OPERATOR(pg_catalog.<) {MICROS_FROM}))::pg_catalog.int8, \
                 (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MICROS_FROM}))::pg_catalog.int8 \
          FROM (SELECT {reference} AS r, {column} AS c, {} AS n FROM {rows}) s",
-        unreadable(&spec.resolved),
-        number(&spec.resolved)
+        unreadable(spec.resolved),
+        number(spec.resolved)
     );
-    let keys = keys_sql(&spec.resolved, &rows);
+    let keys = keys_sql(spec.resolved, &rows);
     let read = || {
         owner::as_table_owner(owner, &[(c"statement_timeout", "5s")], || {
             Spi::connect(|client| {

@@ -1,12 +1,14 @@
-//! Changing a TTL index in place: `ttl_index_alter`'s expire_after, time zone, touch,
-//! hide_expired and drop_partitions, each a step of its own.
+//! Changing a TTL index in place: `ttl_index_alter`'s expire_after, path and numeric_unit,
+//! time zone, touch, hide_expired, drop_partitions and filter, each a step of its own.
 
 use crate::build::{build_index, choose_index_name, index_specs};
 use crate::catalog::TtlIndex;
 use crate::extension::Extension;
-use crate::spec::{check_drop_partitions, index_time_zone};
+use crate::functions::numeric_unit_arg;
+use crate::spec::{check_drop_partitions, index_time_zone, resolve_path};
 use crate::table::{set_column, ttl_index_of, Table};
 use crate::{citus, hide, partitions, touch, tracking};
+use jsonb_ttl_core::path::ColumnKind;
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
@@ -96,6 +98,74 @@ pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
+}
+
+/// Changes where a row's point in time is read (`path`) or how its numbers are read
+/// (`numeric_unit`): the mending of a mistake the creation's advice told of (a misspelt key,
+/// epoch milliseconds read as seconds). Both are part of the index expression, so the TTL index
+/// is rebuilt as for a new time zone (see [`set_time_zone`]), the touch trigger (it writes the
+/// path) and the hiding policies follow, and the brake is set again: what expires may widen
+/// (from nothing, with the wrong path, to most of the table). The zone stays where the new
+/// path's kind is read in one (a timestamp column takes the session's when none was kept); a
+/// kind that holds absolute times takes none. The advice is given on the new definition.
+pub(crate) fn set_definition(
+    ext: &Extension,
+    table: &Table,
+    path: Option<&str>,
+    numeric_unit: Option<&str>,
+) {
+    let current = ttl_index_of(ext, table);
+    citus::check_managed_here(table.oid, &table.name);
+    let path = path.unwrap_or(&current.path).to_string();
+    let resolved = resolve_path(table, &path);
+    let unit = numeric_unit.map_or(current.unit, numeric_unit_arg);
+    if resolved == current.resolved && unit == current.unit {
+        return;
+    }
+    let zone = match (ext.has_time_zone(), resolved.kind) {
+        (false, _) | (true, ColumnKind::Timestamptz | ColumnKind::Number) => None,
+        (true, kind) => index_time_zone(kind, current.time_zone.as_deref()),
+    };
+    let redefined = TtlIndex {
+        resolved: resolved.clone(),
+        path: path.clone(),
+        unit,
+        time_zone: zone.clone(),
+        ..current
+    };
+    if redefined.drop_partitions.is_some() {
+        // the partitions are bounded by the reference: refused unless it is still the same
+        let reference = redefined
+            .base_reference(ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(table, &reference, &resolved, false, false);
+    }
+    rearm_brake(ext, table);
+    tracking::track_indexes(ext, table.oid);
+    set_column(ext, table, "column_name", resolved.column.clone().into());
+    set_column(ext, table, "json_path", resolved.json_path.clone().into());
+    set_column(ext, table, "path", path.clone().into());
+    set_column(ext, table, "numeric_unit", unit.name().into());
+    if ext.has_time_zone() {
+        set_column(ext, table, "time_zone", zone.clone().into());
+    }
+    let entry = ttl_index_of(ext, table);
+    for (column, name, expression, predicate) in index_specs(ext, &entry) {
+        rebuild(ext, table, column, &name, &expression, &predicate);
+    }
+    if entry.touch {
+        touch::install(ext, &entry);
+    }
+    if entry.hide_expired {
+        hide::refresh(ext, &entry);
+    }
+    let definition = crate::advise::Definition {
+        path: &path,
+        resolved: &resolved,
+        unit,
+        zone: zone.as_deref(),
+    };
+    crate::advise::on_definition(ext, table, &definition);
 }
 
 /// Builds the index of catalog column `column` again on `expression` and `predicate`, beside

@@ -143,6 +143,19 @@ fn ttl_index_set_time_zone(tbl: Option<Oid>, time_zone: Option<&str>) {
     alter::set_time_zone(&Extension::current(), &table, time_zone);
 }
 
+/// `ttl_index_alter(tbl, path => …, numeric_unit => …)` (see [`alter::set_definition`]).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_definition",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_definition(tbl: Option<Oid>, path: Option<&str>, numeric_unit: Option<&str>) {
+    let table = owned_table(tbl);
+    alter::set_definition(&Extension::current(), &table, path, numeric_unit);
+}
+
 /// `ttl_index_alter(tbl, touch => …)` (see [`alter::set_touch`]).
 #[pg_extern(
     volatile,

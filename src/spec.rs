@@ -244,7 +244,7 @@ pub(crate) fn seconds(seconds: Option<AnyNumeric>) -> Interval {
 }
 
 /// The column (and keys inside it) that `path` leads to in `table`.
-fn resolve_path(table: &Table, path: &str) -> Resolved {
+pub(crate) fn resolve_path(table: &Table, path: &str) -> Resolved {
     path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {
         let code = match e.kind {
             PathErrorKind::Syntax => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,

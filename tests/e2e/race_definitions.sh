@@ -3,7 +3,8 @@
 # batches, waiting for their rate and yielding between passes) and new rows keep expiring, one
 # session commits a change of the TTL index's definition again and again: a filter (kind 'a',
 # kind 'b', none), a pause and a resume, expire_after (1 hour, 100 years), the time zone the
-# `timestamp` column is read in (UTC, or UTC+14 where every row is expired), and the table's own
+# `timestamp` column is read in (UTC, or UTC+14 where every row is expired), the path (the column
+# `seen`, or `fresh`, by which no row is expired in UTC: the index rebuilt), and the table's own
 # rate. Each change records the definition it committed, in its own transaction; a trigger logs
 # every deletion with its transaction. With track_commit_timestamp, every deletion is checked
 # against the definition committed last before the deletion committed: it must have expired that
@@ -19,15 +20,16 @@ q race >/dev/null <<'SQL'
 CREATE EXTENSION jsonb_ttl;
 -- local times (UTC): half 20 hours old (expired under 1 hour in any zone), half 30 minutes old
 -- (expired under 1 hour only when read in UTC+14)
-CREATE TABLE t (id bigserial PRIMARY KEY, kind text NOT NULL, seen timestamp NOT NULL);
-CREATE TABLE gone (id bigint, kind text, seen timestamp, at timestamptz, xid xid8);
+CREATE TABLE t (id bigserial PRIMARY KEY, kind text NOT NULL, seen timestamp NOT NULL,
+                fresh timestamp NOT NULL DEFAULT now() AT TIME ZONE 'UTC');
+CREATE TABLE gone (id bigint, kind text, seen timestamp, fresh timestamp, at timestamptz, xid xid8);
 CREATE FUNCTION log_gone() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS
-$$ BEGIN INSERT INTO gone VALUES (OLD.id, OLD.kind, OLD.seen, now(), pg_current_xact_id()); RETURN OLD; END $$;
+$$ BEGIN INSERT INTO gone VALUES (OLD.id, OLD.kind, OLD.seen, OLD.fresh, now(), pg_current_xact_id()); RETURN OLD; END $$;
 CREATE TRIGGER log_gone AFTER DELETE ON t FOR EACH ROW EXECUTE FUNCTION log_gone();
-CREATE TABLE defs (xid xid8, kind text, paused boolean, expire_after interval, time_zone text);
+CREATE TABLE defs (xid xid8, kind text, paused boolean, expire_after interval, time_zone text, path text);
 CREATE FUNCTION note_def() RETURNS void LANGUAGE sql AS $$
   INSERT INTO defs SELECT pg_current_xact_id(), substring(filter FROM '''(\w)'''), paused_at IS NOT NULL,
-                          expire_after, time_zone
+                          expire_after, time_zone, path
   FROM ttl_index WHERE table_oid = 't'::regclass $$;
 CREATE FUNCTION refill(n int) RETURNS void LANGUAGE sql AS $$
   INSERT INTO t (kind, seen) SELECT CASE WHEN random() < 0.5 THEN 'a' ELSE 'b' END,
@@ -41,7 +43,7 @@ COMMIT;
 SQL
 
 cat >"$CLUSTER_DIR/defs.sql" <<'SQL'
-\set what random(0, 9)
+\set what random(0, 11)
 BEGIN;
 \if :what = 0
 SELECT FROM ttl_index_alter('t', filter => $$kind = 'a'$$);
@@ -61,6 +63,10 @@ SELECT FROM ttl_index_alter('t', interval '1 hour');
 SELECT FROM ttl_index_alter('t', time_zone => 'Pacific/Kiritimati');
 \elif :what = 8
 SELECT FROM ttl_index_alter('t', time_zone => 'UTC');
+\elif :what = 9
+SELECT FROM ttl_index_alter('t', path => 'fresh');
+\elif :what = 10
+SELECT FROM ttl_index_alter('t', path => 'seen');
 \else
 SELECT FROM ttl_index_alter('t', max_removes_per_second => (random() * 3000)::int + 100);
 \endif
@@ -84,7 +90,8 @@ expect_eq "deletions not expired under the definition committed last before them
                       WHERE pg_xact_commit_timestamp(d.xid::text::xid) < pg_xact_commit_timestamp(g.xid::text::xid)
                       ORDER BY pg_xact_commit_timestamp(d.xid::text::xid) DESC LIMIT 1) d
   WHERE d.paused OR (d.kind IS NOT NULL AND g.kind <> d.kind)
-     OR timezone(coalesce(d.time_zone, 'UTC'), g.seen) >= g.at - d.expire_after")"
+     OR timezone(coalesce(d.time_zone, 'UTC'), CASE d.path WHEN 'fresh' THEN g.fresh ELSE g.seen END)
+        >= g.at - d.expire_after")"
 # (counted as the deletions without one: the worker goes on deleting after the changes stop)
 expect_eq "every deletion has a committed definition before it" 0 "$(q race -c "
   SELECT count(*) FROM gone g WHERE NOT EXISTS (SELECT FROM defs d

@@ -62,12 +62,12 @@ pub fn numeric_unit(path: &str, unit: NumericUnit, counts: [u64; 3]) -> Option<A
     let (effect, hint, warning) = match scale {
         Scale::Milliseconds => (
             "they expire thousands of years from now".to_string(),
-            "Pass numeric_unit => 'ms' to read them as milliseconds since 1970 (drop the TTL index with ttl_index_drop('…') and create it again).".to_string(),
+            "Read them as milliseconds since 1970: ttl_index_alter('…', numeric_unit => 'ms').".to_string(),
             false,
         ),
         Scale::Seconds => (
             "they are all in January 1970: each row expires at once".to_string(),
-            "Pass numeric_unit => 's' to read them as seconds since 1970 (ttl_index_pause('…') now, then drop the TTL index and create it again).".to_string(),
+            "Read them as seconds since 1970: ttl_index_pause('…') now, then ttl_index_alter('…', numeric_unit => 's').".to_string(),
             true,
         ),
         Scale::Microseconds => (
@@ -114,7 +114,8 @@ pub fn unreadable(
             let meant = path_syntax::dotted(&segments);
             format!(
                 "The documents have the key \"{key}\", not \"{last}\": did you mean path '{meant}'? \
-                 (ttl_index_drop('…'), then ttl_index_create again)"
+                 (ttl_index_alter('…', path => '{}'))",
+                meant.replace('\'', "''")
             )
         }
         None if unreadable == sampled && !keys.is_empty() => format!(
@@ -217,6 +218,10 @@ mod tests {
         .unwrap();
         assert!(
             typo.hint.contains("did you mean path 'createdAt'"),
+            "{typo:?}"
+        );
+        assert!(
+            typo.hint.contains("ttl_index_alter('…', path => 'createdAt')"),
             "{typo:?}"
         );
         let nested = unreadable(

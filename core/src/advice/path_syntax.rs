@@ -135,8 +135,8 @@ pub fn path_syntax(path: &str) -> Option<Advice> {
     let meant = dotted_path(path)?;
     let hint = match meant {
         Some(meant) => format!(
-            "Write the path with dots: '{meant}' (drop the TTL index with ttl_index_drop('…') and \
-             create it again with that path)."
+            "Write the path with dots: '{meant}' (ttl_index_alter('…', path => '{}')).",
+            meant.replace('\'', "''")
         ),
         None => "A TTL index follows object keys, not array elements: keep the point in time \
                  under a key of an object."
@@ -199,6 +199,14 @@ mod tests {
     fn path_syntax_advice() {
         let advice = path_syntax("doc->>'at'").unwrap();
         assert!(advice.hint.contains("'doc.at'"), "{advice:?}");
+        // the fix as a statement, the path a SQL literal
+        assert!(
+            advice.hint.contains("ttl_index_alter('…', path => 'doc.at')"),
+            "{advice:?}"
+        );
+        let quoted = path_syntax("$.\"it's\"").unwrap();
+        assert!(quoted.hint.contains("path => '"), "{quoted:?}");
+        assert!(quoted.hint.contains("it''s"), "{quoted:?}");
         assert!(advice.message.contains("\"doc->>'at'\""), "{advice:?}");
         assert!(path_syntax("$.a[0].at").unwrap().hint.contains("array"));
         assert_eq!(path_syntax("createdAt"), None);
