@@ -21,7 +21,7 @@ CREATE EXTENSION jsonb_ttl;
 -- local times (UTC): half 20 hours old (expired under 1 hour in any zone), half 30 minutes old
 -- (expired under 1 hour only when read in UTC+14)
 CREATE TABLE t (id bigserial PRIMARY KEY, kind text NOT NULL, seen timestamp NOT NULL,
-                fresh timestamp NOT NULL DEFAULT now() AT TIME ZONE 'UTC');
+                fresh timestamp NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'));
 CREATE TABLE gone (id bigint, kind text, seen timestamp, fresh timestamp, at timestamptz, xid xid8);
 CREATE FUNCTION log_gone() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS
 $$ BEGIN INSERT INTO gone VALUES (OLD.id, OLD.kind, OLD.seen, OLD.fresh, now(), pg_current_xact_id()); RETURN OLD; END $$;
