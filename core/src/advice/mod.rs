@@ -221,7 +221,8 @@ mod tests {
             "{typo:?}"
         );
         assert!(
-            typo.hint.contains("ttl_index_alter('…', path => 'createdAt')"),
+            typo.hint
+                .contains("ttl_index_alter('…', path => 'createdAt')"),
             "{typo:?}"
         );
         let nested = unreadable(

@@ -201,7 +201,9 @@ mod tests {
         assert!(advice.hint.contains("'doc.at'"), "{advice:?}");
         // the fix as a statement, the path a SQL literal
         assert!(
-            advice.hint.contains("ttl_index_alter('…', path => 'doc.at')"),
+            advice
+                .hint
+                .contains("ttl_index_alter('…', path => 'doc.at')"),
             "{advice:?}"
         );
         let quoted = path_syntax("$.\"it's\"").unwrap();
