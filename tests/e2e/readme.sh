@@ -6,7 +6,9 @@
 #      its own (docs/security.md installs the extension into a schema of its own).
 # The worker is paused (jsonb_ttl.enabled = off), so only the examples remove rows: the quick
 # start's two rows are still there, expired, after the README, and gone after
-# ttl_expire_now('events') in docs/functions.md.
+# ttl_expire_now('events') in docs/functions.md. Then the results the docs show are what the
+# functions return (ttl_index_create's sample, run in a fresh database; the tables of
+# ttl_stats's and ttl_throttle()'s columns in docs/monitoring.md).
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-readme 28834 "jsonb_ttl.enabled = off"
 
@@ -32,7 +34,40 @@ then_pages=(docs/functions.md docs/monitoring.md)
 for page in "${then_pages[@]}"; do run_page readme "$page"; done
 expect_eq "and did what they say (events purged by ttl_expire_now)" 0 "$(q readme -c "SELECT count(*) FROM events")"
 
-echo "-- 2. every other page of docs/ with SQL blocks, each in a fresh database"
+echo "-- 2. the documented results are what the functions return"
+# shown_sample FILE: the first ```sql block followed by "(as psql's `\x` shows it)" and the output
+# block after it, as "sql<TAB-separated>" … the two separated by a line "--8<--"
+shown_sample() {
+  awk '/^```sql$/ {sql=""; on=1; next}
+       on && /^```$/ {on=0; last=sql; next}
+       on {sql = sql $0 "\n"; next}
+       /^\(as psql.s `\\x` shows it\)$/ {want=1; next}
+       want && /^```$/ && !out {out=1; printf "%s--8<--\n", last; next}
+       out && /^```$/ {exit}
+       out {print}' "$ROOT/$1"
+}
+sample=$(shown_sample docs/functions.md)
+q postgres -c "CREATE DATABASE sample" -c "ALTER DATABASE sample SET TimeZone = 'UTC'" >/dev/null
+q sample -c "CREATE EXTENSION jsonb_ttl" >/dev/null
+got=$(printf '%s' "${sample%%--8<--*}" | q sample -x -P format=aligned -P tuples_only=off -P footer=off 2>&1 | sed 's/ *$//')
+expect_eq "docs/functions.md: ttl_index_create's sample result is what psql shows (\\x)" \
+  "$(printf '%s\n' "${sample#*--8<--}" | sed '1{/^$/d}; s/ *$//')" "$got"
+# column_table FILE N: the names of the N-th "| column | meaning |" table of FILE, in order
+column_table() {
+  awk -v n="$2" '/^\| column \| meaning \|$/ {k++; on = (k == n); next}
+                 on && /^\|---/ {next}
+                 on && /^\|/ {split($0, cell, "|"); c = cell[2]; gsub(/`/, "", c); gsub(/ /, "", c); print c; next}
+                 on {exit}' "$ROOT/$1" | tr ',' '\n' | sort | paste -sd' '
+}
+columns_of() {  # columns_of RELATION-QUERY: the columns of its result, sorted
+  q readme -c "SELECT * FROM $1 LIMIT 0" -P tuples_only=off -A -F ' ' | head -1 | tr ' ' '\n' | sort | paste -sd' '
+}
+expect_eq "docs/monitoring.md: the table of ttl_stats's columns names each of them" \
+  "$(columns_of ttl_stats)" "$(column_table docs/monitoring.md 1)"
+expect_eq "docs/monitoring.md: the table of ttl_throttle()'s columns names each of them" \
+  "$(columns_of "ttl_throttle()")" "$(column_table docs/monitoring.md 2)"
+
+echo "-- 3. every other page of docs/ with SQL blocks, each in a fresh database"
 for path in "$ROOT"/docs/*.md; do
   page=docs/$(basename "$path")
   [[ " ${then_pages[*]} " == *" $page "* ]] && continue
