@@ -188,7 +188,8 @@ CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL
                                 max_removes_per_second integer DEFAULT NULL,
                                 replication_origin boolean DEFAULT NULL,
                                 logical_message boolean DEFAULT NULL,
-                                path text DEFAULT NULL, numeric_unit text DEFAULT NULL)
+                                path text DEFAULT NULL, numeric_unit text DEFAULT NULL,
+                                row_ttl_path text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -197,16 +198,20 @@ BEGIN
     IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
        AND drop_partitions IS NULL AND filter IS NULL AND delete_window IS NULL
        AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
-       AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL THEN
+       AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
+       AND row_ttl_path IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
             USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, path, numeric_unit, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
+                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
     END IF;
     IF path IS NOT NULL OR numeric_unit IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_definition(tbl, path, numeric_unit);
+    END IF;
+    IF row_ttl_path IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_row_ttl(tbl, row_ttl_path);
     END IF;
     IF time_zone IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_time_zone(tbl, time_zone);
@@ -232,8 +237,8 @@ BEGIN
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean, text, text) IS
-  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time, the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean, text, text, text) IS
+  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info

@@ -242,9 +242,10 @@ COMMENT ON COLUMN @extschema@.ttl_stats.paused IS 'Whether the TTL index is paus
 COMMENT ON COLUMN @extschema@.ttl_stats.paused_by IS 'Who paused it: brake (the safety brake) or operator.';
 COMMENT ON COLUMN @extschema@.ttl_stats.part IS 'For a table with a per-row TTL: expire_after or row_ttl, the part the row counts; NULL for any other.';
 
--- ttl_index_alter(tbl, path => …, numeric_unit => …): a wrong path or unit (the creation's
--- advice says which) mended in place, the TTL index rebuilt, where 0.3.0 needed a drop and a
--- create. Two parameters more, last, so every call written for 0.3.0 means what it meant.
+-- ttl_index_alter(tbl, path => …, numeric_unit => …, row_ttl_path => …): a wrong path or unit
+-- (the creation's advice says which) mended in place, and a per-row TTL field added, changed or
+-- removed, the TTL index rebuilt, where 0.3.0 needed a drop and a create. Three parameters
+-- more, last, so every call written for 0.3.0 means what it meant.
 DROP FUNCTION @extschema@.ttl_index_alter(pg_catalog.regclass, pg_catalog.interval, pg_catalog.text,
                                           pg_catalog.bool, pg_catalog.bool, pg_catalog.text,
                                           pg_catalog.text, pg_catalog.text, pg_catalog.int4,
@@ -258,6 +259,14 @@ VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_set_definition_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_set_row_ttl"(
+	"tbl" oid, /* Option < Oid > */
+	"row_ttl_path" TEXT /* Option < & str > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_set_row_ttl_wrapper';
 CREATE FUNCTION @extschema@.ttl_index_alter(tbl pg_catalog.regclass, expire_after pg_catalog.interval DEFAULT NULL,
                                             time_zone pg_catalog.text DEFAULT NULL, touch pg_catalog.bool DEFAULT NULL,
                                             hide_expired pg_catalog.bool DEFAULT NULL, drop_partitions pg_catalog.text DEFAULT NULL,
@@ -266,7 +275,8 @@ CREATE FUNCTION @extschema@.ttl_index_alter(tbl pg_catalog.regclass, expire_afte
                                             max_removes_per_second pg_catalog.int4 DEFAULT NULL,
                                             replication_origin pg_catalog.bool DEFAULT NULL,
                                             logical_message pg_catalog.bool DEFAULT NULL,
-                                            path pg_catalog.text DEFAULT NULL, numeric_unit pg_catalog.text DEFAULT NULL)
+                                            path pg_catalog.text DEFAULT NULL, numeric_unit pg_catalog.text DEFAULT NULL,
+                                            row_ttl_path pg_catalog.text DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -275,16 +285,20 @@ BEGIN
     IF expire_after IS NULL AND time_zone IS NULL AND touch IS NULL AND hide_expired IS NULL
        AND drop_partitions IS NULL AND filter IS NULL AND delete_window IS NULL
        AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
-       AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL THEN
+       AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
+       AND row_ttl_path IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
             USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, path, numeric_unit, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
+                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
     END IF;
     IF path IS NOT NULL OR numeric_unit IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_definition(tbl, path, numeric_unit);
+    END IF;
+    IF row_ttl_path IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_set_row_ttl(tbl, row_ttl_path);
     END IF;
     IF time_zone IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_time_zone(tbl, time_zone);
@@ -313,5 +327,5 @@ $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_alter(pg_catalog.regclass, pg_catalog.interval, pg_catalog.text, pg_catalog.bool,
                                                 pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.text,
                                                 pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool,
-                                                pg_catalog.text, pg_catalog.text) IS
-  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time, the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
+                                                pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
+  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';

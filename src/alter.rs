@@ -5,7 +5,7 @@ use crate::build::{build_index, choose_index_name, index_specs};
 use crate::catalog::TtlIndex;
 use crate::extension::Extension;
 use crate::functions::numeric_unit_arg;
-use crate::spec::{check_drop_partitions, index_time_zone, resolve_path};
+use crate::spec::{check_drop_partitions, index_time_zone, resolve_path, row_ttl_field};
 use crate::table::{set_column, ttl_index_of, Table};
 use crate::{citus, hide, partitions, touch, tracking};
 use jsonb_ttl_core::path::ColumnKind;
@@ -166,6 +166,74 @@ pub(crate) fn set_definition(
         zone: zone.as_deref(),
     };
     crate::advise::on_definition(ext, table, &definition);
+}
+
+/// Adds, changes or removes (`''`) the per-row TTL field (see [`crate::row_ttl`]): the TTL
+/// index's predicate changes with it (it holds only the rows without a TTL of their own), so it
+/// is rebuilt as for a new time zone; the per-row TTL index is built (added), rebuilt (changed)
+/// or dropped (removed). The brake is set again: rows may now expire sooner.
+pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
+    let current = ttl_index_of(ext, table);
+    citus::check_managed_here(table.oid, &table.name);
+    let field = match row_ttl_path.trim() {
+        "" => None,
+        path => Some((path.to_string(), row_ttl_field(table, path))),
+    };
+    if current.row_ttl.as_ref().map(|r| &r.resolved) == field.as_ref().map(|(_, r)| r) {
+        return;
+    }
+    if current.drop_partitions.is_some() && field.is_some() {
+        let reference = current
+            .base_reference(ext)
+            .unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+        check_drop_partitions(table, &reference, &current.resolved, false, true);
+    }
+    let old_row_index = tracking::recorded_index(ext, table.oid, "row_ttl_index_name");
+    rearm_brake(ext, table);
+    tracking::track_indexes(ext, table.oid);
+    let row_index_name = match (&field, &current.row_ttl) {
+        (None, _) => None,
+        (Some(_), Some(row_ttl)) if !row_ttl.index_name.is_empty() => {
+            Some(row_ttl.index_name.clone())
+        }
+        (Some(_), _) => Some(choose_index_name(
+            table,
+            "_row_ttl_idx",
+            std::slice::from_ref(&current.index_name),
+        )),
+    };
+    let (path, resolved) = field.unzip();
+    set_column(ext, table, "row_ttl_path", path.into());
+    set_column(
+        ext,
+        table,
+        "row_ttl_column",
+        resolved.as_ref().map(|r| r.column.clone()).into(),
+    );
+    set_column(
+        ext,
+        table,
+        "row_ttl_json_path",
+        resolved.as_ref().map(|r| r.json_path.clone()).into(),
+    );
+    set_column(ext, table, "row_ttl_index_name", row_index_name.into());
+    let entry = ttl_index_of(ext, table);
+    for (column, name, expression, predicate) in index_specs(ext, &entry) {
+        match column == "row_ttl_index_name" && old_row_index.is_none() {
+            // a per-row TTL index of its own for the first time (or its old one was dropped)
+            true => {
+                build_index(table, &name, &expression, &predicate);
+                tracking::track_indexes(ext, table.oid);
+            }
+            false => rebuild(ext, table, column, &name, &expression, &predicate),
+        }
+    }
+    if let (None, Some(old)) = (&entry.row_ttl, old_row_index) {
+        tracking::drop_index_of(table.oid, old);
+    }
+    if entry.hide_expired {
+        hide::refresh(ext, &entry);
+    }
 }
 
 /// Builds the index of catalog column `column` again on `expression` and `predicate`, beside

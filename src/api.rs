@@ -156,6 +156,20 @@ fn ttl_index_set_definition(tbl: Option<Oid>, path: Option<&str>, numeric_unit: 
     alter::set_definition(&Extension::current(), &table, path, numeric_unit);
 }
 
+/// `ttl_index_alter(tbl, row_ttl_path => …)` (see [`alter::set_row_ttl`]).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_set_row_ttl",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_set_row_ttl(tbl: Option<Oid>, row_ttl_path: Option<&str>) {
+    let table = owned_table(tbl);
+    let row_ttl_path = required(row_ttl_path, "row_ttl_path");
+    alter::set_row_ttl(&Extension::current(), &table, row_ttl_path);
+}
+
 /// `ttl_index_alter(tbl, touch => …)` (see [`alter::set_touch`]).
 #[pg_extern(
     volatile,

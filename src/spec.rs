@@ -257,7 +257,7 @@ pub(crate) fn resolve_path(table: &Table, path: &str) -> Resolved {
 }
 
 /// The field `path` of a per-row TTL, resolved like a TTL index's path; it must hold a number.
-fn row_ttl_field(table: &Table, path: &str) -> Resolved {
+pub(crate) fn row_ttl_field(table: &Table, path: &str) -> Resolved {
     const HINT: &str = "row_ttl_path names a field of a JSON document (or a numeric column) \
                         holding the row's TTL in seconds, -1 for never.";
     let resolved = path::resolve(path, &catalog::table_columns(table.oid)).unwrap_or_else(|e| {

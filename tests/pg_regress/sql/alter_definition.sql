@@ -48,6 +48,27 @@ SELECT ttl_expire_now('sessions') AS removed;
 SELECT path FROM ttl_index_alter('sessions', path => 'doc.nope');
 SELECT path FROM ttl_index_alter('sessions', path => 'seen');
 
+-- a per-row TTL field added, changed, removed: the TTL index keeps the rows without one, a
+-- second index the rows with one (docs/row_ttl.md)
+CREATE TABLE items (id int, doc jsonb);
+INSERT INTO items VALUES (1, jsonb_build_object('at', now() - interval '2 hours')),
+                         (2, jsonb_build_object('at', now() - interval '2 hours', 'ttl', 86400)),
+                         (3, jsonb_build_object('at', now() - interval '2 hours', 'life', 60));
+SELECT index_name FROM ttl_index_create('items', 'at', interval '1 hour');
+SELECT rows FROM ttl_expire_preview('items');
+SELECT row_ttl_path FROM ttl_index_alter('items', row_ttl_path => 'ttl');
+SELECT indexrelid::regclass AS index, pg_get_expr(indpred, indrelid) LIKE '%ttl_row_seconds%' AS per_row
+FROM pg_index WHERE indrelid = 'items'::regclass ORDER BY 1;
+SELECT rows FROM ttl_expire_preview('items');  -- row 2 keeps its day
+SELECT row_ttl_path FROM ttl_index_alter('items', row_ttl_path => 'life');
+SELECT rows FROM ttl_expire_preview('items');  -- row 3 went after its minute, row 2 after the hour
+SELECT row_ttl_path FROM ttl_index_alter('items', row_ttl_path => '');
+SELECT indexrelid::regclass AS index FROM pg_index WHERE indrelid = 'items'::regclass ORDER BY 1;
+SELECT rows FROM ttl_expire_preview('items');
+SELECT * FROM ttl_index_alter('items', row_ttl_path => 'at.x.');
+SELECT ttl_index_drop('items');
+DROP TABLE items;
+
 -- mistakes in the alter itself: errors with a HINT, nothing changed
 SELECT path FROM ttl_index_alter('sessions', path => 'user.name.');
 SELECT path FROM ttl_index_alter('sessions', numeric_unit => 'minutes');
