@@ -5,19 +5,25 @@
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-rotation 28845 "jsonb_ttl.frequency = 500" "jsonb_ttl.max_workers = 4"
 
-# One database with the extension and rows that all expire at the same instant, a few seconds
-# from now; 40 copies of it (CREATE DATABASE … TEMPLATE copies the files, and the hook lets the
-# template's worker step aside for each copy).
+# One database with the extension and rows that expire tomorrow; 40 copies of it (CREATE
+# DATABASE … TEMPLATE copies the files, and the hook lets the template's worker step aside for
+# each copy); then every copy's rows dated to expire at one instant, a few seconds on. (Dated
+# 12 seconds on before the copies, the rows expired while 40 copies were made on a loaded
+# machine, before the check that they had not.)
 q postgres -c "CREATE DATABASE rot_template"
 q rot_template -c "CREATE EXTENSION jsonb_ttl" -c "CREATE TABLE t (id int, doc jsonb)" \
   -c "SELECT FROM ttl_index_create('t', 'at', 0)" \
-  -c "INSERT INTO t SELECT g, jsonb_build_object('at', now() + interval '12 seconds') FROM generate_series(1, 100) g"
+  -c "INSERT INTO t SELECT g, jsonb_build_object('at', now() + interval '1 day') FROM generate_series(1, 100) g"
 for i in $(seq -w 1 40); do
   q postgres -c "CREATE DATABASE rot_$i TEMPLATE rot_template"
 done
 q postgres -c "DROP DATABASE rot_template"
 expect_eq "40 databases, each with 100 rows not yet expired" 40 \
   "$(for i in $(seq -w 1 40); do q rot_$i -c "SELECT count(*) FROM t"; done | grep -c '^100$')"
+at=$(q postgres -c "SELECT now() + interval '3 seconds'")
+for i in $(seq -w 1 40); do
+  q rot_$i -c "UPDATE t SET doc = jsonb_build_object('at', '$at'::timestamptz)"
+done
 
 # Until every database is purged: never more than 4 workers, never two on one database.
 workers="SELECT count(*) || ' ' || count(DISTINCT datname) || ' ' || (count(*) - count(DISTINCT datname))
