@@ -1,5 +1,6 @@
 //! Changing a TTL index in place: `ttl_index_alter`'s expire_after, path and numeric_unit,
-//! time zone, touch, hide_expired, drop_partitions and filter, each a step of its own.
+//! per-row TTL field, time zone, touch, hide_expired, drop_partitions and filter, each a step
+//! of its own.
 
 use crate::build::{build_index, choose_index_name, index_specs};
 use crate::catalog::TtlIndex;
