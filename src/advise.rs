@@ -1,9 +1,9 @@
 //! Advice when a TTL index is created, or its path or unit altered: a NOTICE (a WARNING where
 //! rows would expire at once) for a path in JSONPath or SQL syntax, for numbers that look like
 //! another unit than `numeric_unit`, and for sampled rows with no point in time at the path,
-//! each with its fix in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's first 1,000 rows,
-//! read as its owner (`as_table_owner`: the owner's row security, never the caller's rights)
-//! in a subtransaction, so that nothing it meets can fail the creation.
+//! each with its fix in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's
+//! first 1,000 rows, read as its owner (`as_table_owner`: the owner's row security, never the
+//! caller's rights) in a subtransaction, so that nothing it meets can fail the creation.
 
 use crate::extension::Extension;
 use crate::spec::IndexSpec;
