@@ -69,6 +69,12 @@ SELECT * FROM ttl_index_alter('items', row_ttl_path => 'at.x.');
 SELECT ttl_index_drop('items');
 DROP TABLE items;
 
+-- a hostile key is a key: quoted into the index expression, the trigger and the advice
+SELECT path FROM ttl_index_alter('sessions', path => $p$doc."x'); DROP TABLE sessions; --"$p$);
+SELECT to_regclass('sessions') IS NOT NULL AS still_there,
+       pg_get_indexdef('sessions_ttl_idx'::regclass) LIKE $l$%'x''); DROP TABLE sessions; --'%$l$ AS key_quoted;
+SELECT path FROM ttl_index_alter('sessions', path => 'seen');
+
 -- mistakes in the alter itself: errors with a HINT, nothing changed
 SELECT path FROM ttl_index_alter('sessions', path => 'user.name.');
 SELECT path FROM ttl_index_alter('sessions', numeric_unit => 'minutes');
