@@ -203,21 +203,7 @@ pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
             std::slice::from_ref(&current.index_name),
         )),
     };
-    let (path, resolved) = field.unzip();
-    set_column(ext, table, "row_ttl_path", path.into());
-    set_column(
-        ext,
-        table,
-        "row_ttl_column",
-        resolved.as_ref().map(|r| r.column.clone()).into(),
-    );
-    set_column(
-        ext,
-        table,
-        "row_ttl_json_path",
-        resolved.as_ref().map(|r| r.json_path.clone()).into(),
-    );
-    set_column(ext, table, "row_ttl_index_name", row_index_name.into());
+    write_row_ttl(ext, table, field, row_index_name);
     let entry = ttl_index_of(ext, table);
     for (column, name, expression, predicate) in index_specs(ext, &entry) {
         match column == "row_ttl_index_name" && old_row_index.is_none() {
@@ -235,6 +221,21 @@ pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
+}
+
+/// Writes the per-row TTL field (`None`: none) and its index's name to the catalog row.
+fn write_row_ttl(
+    ext: &Extension,
+    table: &Table,
+    field: Option<(String, jsonb_ttl_core::path::Resolved)>,
+    index_name: Option<String>,
+) {
+    let (path, resolved) = field.unzip();
+    let (column, json_path) = resolved.map(|r| (r.column, r.json_path)).unzip();
+    set_column(ext, table, "row_ttl_path", path.into());
+    set_column(ext, table, "row_ttl_column", column.into());
+    set_column(ext, table, "row_ttl_json_path", json_path.into());
+    set_column(ext, table, "row_ttl_index_name", index_name.into());
 }
 
 /// Builds the index of catalog column `column` again on `expression` and `predicate`, beside
