@@ -179,7 +179,7 @@ done
 guc coord jsonb_ttl.enabled on
 for node in w1 w2; do
   deadline=$(($(now_ms) + 60000))
-  until [ "$(db "$node" -c "SELECT count(*) FROM ttl_index WHERE table_oid = 'events'::regclass")" = 1 ]; do
+  until [ "$(db "$node" -c "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass")" = 1 ]; do
     if [ "$(now_ms)" -ge $deadline ]; then echo "citus: the TTL index did not reach $node within 60 s" >&2; exit 1; fi
     sleep 0.1
   done

@@ -220,7 +220,7 @@ side() {
   fi
   autovac_cpu=$(grep -oE 'CPU: user: [0-9.]+ s, system: [0-9.]+ s' "$WORK/window.log" | awk '{s += $3 + $6} END {printf "%.3f", s}')
   case "$name" in ttl_*)
-    paused=$(db -c "SELECT string_agg(paused_reason, '; ') FROM ttl_index WHERE paused_at IS NOT NULL") ;;
+    paused=$(db -c "SELECT string_agg(paused_reason, '; ') FROM jsonb_ttl_internal.ttl_index WHERE paused_at IS NOT NULL") ;;
   esac
   [ -n "$paused" ] && echo "steady: $name: PAUSED (the safety brake?): $paused" >&2
   if [ -n "${STEADY_DEBUG:-}" ] && [[ $name == ttl_* ]]; then

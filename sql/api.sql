@@ -61,7 +61,7 @@ SELECT t.table_oid                          AS table_name,
        t.max_removes_per_second,
        t.replication_origin,
        t.logical_message
-FROM @extschema@.ttl_index t
+FROM jsonb_ttl_internal.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal.index_oid o
        ON o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
@@ -83,7 +83,7 @@ AS $$
            jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
            t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
            rows_expired
-    FROM @extschema@.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
+    FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
@@ -272,7 +272,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF if_exists AND (tbl IS NULL OR NOT EXISTS (
-           SELECT FROM @extschema@.ttl_index t
+           SELECT FROM jsonb_ttl_internal.ttl_index t
            WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)) THEN
         IF tbl IS NULL THEN
             RAISE NOTICE 'jsonb_ttl: no such table, skipping';
@@ -338,7 +338,7 @@ DECLARE
     gone record;
 BEGIN
     FOR gone IN
-        DELETE FROM @extschema@.ttl_index t
+        DELETE FROM jsonb_ttl_internal.ttl_index t
         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
            OR EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
                       JOIN pg_catalog.pg_event_trigger_dropped_objects() d
@@ -368,7 +368,7 @@ BEGIN
         END IF;
     END LOOP;
     -- DROP INDEX of a per-row TTL index: its name is cleared; its rows wait for a new one
-    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = NULL
+    UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_name = NULL
     FROM jsonb_ttl_internal.index_oid o
     WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
       AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
@@ -395,7 +395,7 @@ DECLARE
     renamed record;
 BEGIN
     PERFORM jsonb_ttl_internal._ttl_track_indexes(t.table_oid::pg_catalog.oid)
-    FROM @extschema@.ttl_index t
+    FROM jsonb_ttl_internal.ttl_index t
     WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
               SELECT i.indrelid FROM pg_catalog.pg_event_trigger_ddl_commands() d
               JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
@@ -410,7 +410,7 @@ BEGIN
               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
                 AND d.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE'::pg_catalog.text
                 AND d.object_type OPERATOR(pg_catalog.=) 'table'::pg_catalog.text));
-    UPDATE @extschema@.ttl_index t SET index_name = c.relname
+    UPDATE jsonb_ttl_internal.ttl_index t SET index_name = c.relname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
     JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
@@ -420,7 +420,7 @@ BEGIN
       AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid
       AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
       AND t.index_name OPERATOR(pg_catalog.<>) c.relname;
-    UPDATE @extschema@.ttl_index t SET row_ttl_index_name = c.relname
+    UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_name = c.relname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
     JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
@@ -430,7 +430,7 @@ BEGIN
       AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid
       AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
       AND t.row_ttl_index_name IS DISTINCT FROM c.relname;
-    UPDATE @extschema@.ttl_index t SET row_ttl_column = a.attname
+    UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_column = a.attname
     FROM pg_catalog.pg_event_trigger_ddl_commands() d
     JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
                                   AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
@@ -443,7 +443,7 @@ BEGIN
                         AND x.attname OPERATOR(pg_catalog.=) t.row_ttl_column
                         AND NOT x.attisdropped);
     FOR renamed IN
-        UPDATE @extschema@.ttl_index t SET column_name = a.attname
+        UPDATE jsonb_ttl_internal.ttl_index t SET column_name = a.attname
         FROM pg_catalog.pg_event_trigger_ddl_commands() d
         JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
                                       AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
@@ -463,14 +463,14 @@ BEGIN
     END LOOP;
     -- a filter names columns: written again from the index predicate, which follows renames
     PERFORM jsonb_ttl_internal._ttl_filter_refresh(t.table_oid::pg_catalog.oid)
-    FROM @extschema@.ttl_index t
+    FROM jsonb_ttl_internal.ttl_index t
     WHERE t.filter_sql IS NOT NULL
       AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
               SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
                 AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text));
     -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
-    IF EXISTS (SELECT FROM @extschema@.ttl_index t
+    IF EXISTS (SELECT FROM jsonb_ttl_internal.ttl_index t
                JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
                JOIN pg_catalog.pg_event_trigger_ddl_commands() d ON d.objid OPERATOR(pg_catalog.=) c.oid
                WHERE t.hide_expired AND c.relforcerowsecurity) THEN
@@ -551,16 +551,16 @@ SELECT l.relid::pg_catalog.regclass             AS table_name,
        t.paused_at IS NOT NULL                  AS paused,
        t.paused_by,
        p.part
-FROM @extschema@.ttl_index t
+FROM jsonb_ttl_internal.ttl_index t
 -- the tables the worker deletes from: the table itself, or the leaves of a partitioned one (a
 -- join, not a lateral call per TTL index: the planner joins the statistics by hash once)
 JOIN (SELECT r.table_oid::pg_catalog.oid AS ttl, r.table_oid::pg_catalog.oid AS relid
-      FROM @extschema@.ttl_index r
+      FROM jsonb_ttl_internal.ttl_index r
       JOIN pg_catalog.pg_class rc ON rc.oid OPERATOR(pg_catalog.=) r.table_oid::pg_catalog.oid
       WHERE rc.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
       UNION ALL
       SELECT r.table_oid::pg_catalog.oid, g.relid::pg_catalog.oid
-      FROM @extschema@.ttl_index r
+      FROM jsonb_ttl_internal.ttl_index r
       JOIN pg_catalog.pg_class rc ON rc.oid OPERATOR(pg_catalog.=) r.table_oid::pg_catalog.oid
       CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(r.table_oid) g(relid)
       WHERE rc.relkind OPERATOR(pg_catalog.=) 'p'::pg_catalog."char") l
@@ -657,17 +657,17 @@ COMMENT ON FUNCTION ttl_timestamp(jsonb, text) IS
   'The point in time a JSON value holds, its numbers read in numeric_unit (''s'' or ''ms''), or NULL; keys TTL indexes.';
 COMMENT ON FUNCTION ttl_timestamp(jsonb, text, text) IS
   'The point in time a JSON value holds, numbers in numeric_unit, strings without an offset in the time zone given; keys TTL indexes.';
-COMMENT ON FUNCTION ttl_text_timestamp(text) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_text_timestamp(text) IS
   'The point in time a text column holds, read with the date-string grammar (UTC without an offset), or NULL; keys TTL indexes.';
-COMMENT ON FUNCTION ttl_text_timestamp(text, text) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_text_timestamp(text, text) IS
   'The point in time a text column holds, strings without an offset read in the time zone given, or NULL; keys TTL indexes.';
-COMMENT ON FUNCTION ttl_unix_timestamp(numeric, text) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_unix_timestamp(numeric, text) IS
   'A Unix time in numeric_unit (''s'' or ''ms'') as a timestamptz, or NULL when out of range; keys TTL indexes.';
-COMMENT ON FUNCTION ttl_row_seconds(jsonb) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_row_seconds(jsonb) IS
   'The per-row TTL a JSON value holds, in seconds (-1: never), or NULL; keys per-row TTL indexes.';
-COMMENT ON FUNCTION ttl_row_seconds(numeric) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_row_seconds(numeric) IS
   'The per-row TTL a numeric column holds, in seconds (-1: never), or NULL; keys per-row TTL indexes.';
-COMMENT ON FUNCTION ttl_expires_at(timestamptz, double precision) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_expires_at(timestamptz, double precision) IS
   'When a row with a per-row TTL expires: its reference time plus its TTL in seconds; keys per-row TTL indexes.';
 
 COMMENT ON VIEW ttl_indexes IS 'Every TTL index of this database, with its options (see ttl_index_create).';

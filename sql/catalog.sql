@@ -7,8 +7,9 @@ COMMENT ON SCHEMA jsonb_ttl_internal IS 'jsonb_ttl: internals; nothing here is c
 GRANT USAGE ON SCHEMA jsonb_ttl_internal TO PUBLIC;
 
 -- The catalog of TTL indexes: one row per table, keyed by regclass so that ALTER TABLE RENAME
--- and SET SCHEMA keep it, and an extension configuration table so that pg_dump dumps it.
-CREATE TABLE ttl_index (
+-- and SET SCHEMA keep it, and an extension configuration table so that pg_dump dumps it. Among
+-- the internals (since 0.4.0), out of the user's schema: read it through the view ttl_indexes.
+CREATE TABLE jsonb_ttl_internal.ttl_index (
     table_oid    regclass    PRIMARY KEY,
     column_name  name        NOT NULL,
     json_path    text[]      NOT NULL,   -- keys inside a jsonb column, {} for a plain column
@@ -39,9 +40,9 @@ CREATE TABLE ttl_index (
     replication_origin boolean NOT NULL DEFAULT false, -- the worker's deletes carry the origin jsonb_ttl
     logical_message boolean NOT NULL DEFAULT false     -- one logical decoding message per batch
 );
-COMMENT ON TABLE ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
-SELECT pg_catalog.pg_extension_config_dump('ttl_index', '');
-GRANT SELECT ON ttl_index TO PUBLIC;
+COMMENT ON TABLE jsonb_ttl_internal.ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
+SELECT pg_catalog.pg_extension_config_dump('jsonb_ttl_internal.ttl_index', '');
+GRANT SELECT ON jsonb_ttl_internal.ttl_index TO PUBLIC;
 
 -- What ttl_index_create and ttl_index_alter return.
 CREATE TYPE ttl_index_info AS (

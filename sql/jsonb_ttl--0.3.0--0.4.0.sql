@@ -4,6 +4,187 @@
 -- pg_catalog.…), and it creates nothing in the extension's schema, where others may create.
 \echo Use "ALTER EXTENSION jsonb_ttl UPDATE" to load this file. \quit
 
+-- The catalog table and the index expressions' helpers leave the user's schema for the
+-- internals' (\dt and \df in the user's schema showed them beside the user's own tables and
+-- functions). Each keeps its OID: the TTL indexes, touch triggers and hiding policies that call
+-- the helpers, the views that read the catalog and pg_extension's configuration entry follow
+-- it; the helpers stay executable by every role (whoever writes a row computes its index
+-- expression). Functions that name the catalog in their text are written again below.
+ALTER TABLE jsonb_ttl_internal.ttl_index SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text, pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_unix_timestamp(pg_catalog.numeric, pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.jsonb) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.numeric) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) SET SCHEMA jsonb_ttl_internal;
+
+-- (as in sql/api.sql)
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl pg_catalog.regclass, is_newly_created pg_catalog.bool, rows_expired pg_catalog.int8)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
+           is_newly_created, t.time_zone, t.filter, t.touch,
+           jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
+           t.drop_partitions, t.paused_at IS NOT NULL,
+           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
+           t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
+           rows_expired
+    FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
+$$;
+
+-- (as in sql/api.sql)
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop()
+RETURNS pg_catalog.event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dropped pg_catalog.oid[] := ARRAY(
+        SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() d
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.objsubid OPERATOR(pg_catalog.=) 0);
+    gone record;
+BEGIN
+    FOR gone IN
+        DELETE FROM jsonb_ttl_internal.ttl_index t
+        WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
+           OR EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                      JOIN pg_catalog.pg_event_trigger_dropped_objects() d
+                        ON d.objid OPERATOR(pg_catalog.=) o.index_oid
+                      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+                      WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                        AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+                        AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                        AND d.object_type OPERATOR(pg_catalog.=) 'index'::pg_catalog.text
+                        -- and what the catalog records of it: a stale OID reused by another
+                        -- role's index (the old one went without an event) matches nothing
+                        AND d.schema_name OPERATOR(pg_catalog.=) n.nspname::pg_catalog.text
+                        AND d.object_name OPERATOR(pg_catalog.=) t.index_name::pg_catalog.text)
+        RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch, t.hide_expired,
+                  t.hide_enabled_row_security,
+                  (SELECT o.index_oid FROM jsonb_ttl_internal.index_oid o
+                   WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                     AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+                     AND NOT o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)) AS row_ttl_index
+    LOOP
+        -- DROP INDEX of a TTL index: its touch trigger, policies and per-row TTL index go with it
+        IF gone.touch OR gone.hide_expired OR gone.row_ttl_index IS NOT NULL THEN
+            PERFORM jsonb_ttl_internal._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
+                                                            gone.hide_enabled_row_security,
+                                                            gone.row_ttl_index);
+        END IF;
+    END LOOP;
+    -- DROP INDEX of a per-row TTL index: its name is cleared; its rows wait for a new one
+    UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_name = NULL
+    FROM jsonb_ttl_internal.index_oid o
+    WHERE o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+      AND o.index_oid OPERATOR(pg_catalog.=) ANY (dropped);
+    DELETE FROM jsonb_ttl_internal.index_oid o
+    WHERE o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)
+       OR o.table_oid OPERATOR(pg_catalog.=) ANY (dropped);
+END
+$$;
+
+-- (as in sql/api.sql)
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
+RETURNS pg_catalog.event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    renamed record;
+BEGIN
+    PERFORM jsonb_ttl_internal._ttl_track_indexes(t.table_oid::pg_catalog.oid)
+    FROM jsonb_ttl_internal.ttl_index t
+    WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+              SELECT i.indrelid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND (d.command_tag OPERATOR(pg_catalog.=) 'CREATE INDEX'::pg_catalog.text
+                     -- an index not recorded, altered: maybe a REINDEX CONCURRENTLY's new one
+                     OR NOT EXISTS (SELECT FROM jsonb_ttl_internal.index_oid o
+                                    WHERE o.index_oid OPERATOR(pg_catalog.=) d.objid))
+              UNION ALL
+              -- ALTER TABLE of the TTL table itself: a column's new type rebuilds its indexes
+              SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE'::pg_catalog.text
+                AND d.object_type OPERATOR(pg_catalog.=) 'table'::pg_catalog.text));
+    UPDATE jsonb_ttl_internal.ttl_index t SET index_name = c.relname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid
+      AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+      AND t.index_name OPERATOR(pg_catalog.<>) c.relname;
+    UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_name = c.relname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN jsonb_ttl_internal.index_oid o ON o.index_oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
+    JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) d.objid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid
+      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
+      AND t.row_ttl_index_name IS DISTINCT FROM c.relname;
+    UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_column = a.attname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                  AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+      AND d.objid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid AND NOT a.attisdropped
+      AND t.row_ttl_column IS NOT NULL
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                      WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                        AND x.attname OPERATOR(pg_catalog.=) t.row_ttl_column
+                        AND NOT x.attisdropped);
+    FOR renamed IN
+        UPDATE jsonb_ttl_internal.ttl_index t SET column_name = a.attname
+        FROM pg_catalog.pg_event_trigger_ddl_commands() d
+        JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                      AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+          AND d.objid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid AND NOT a.attisdropped
+          AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                          WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+                            AND x.attname OPERATOR(pg_catalog.=) t.column_name
+                            AND NOT x.attisdropped)
+        RETURNING t.table_oid::pg_catalog.oid AS relid, t.touch
+    LOOP
+        -- the touch trigger names the column it writes
+        IF renamed.touch THEN
+            PERFORM jsonb_ttl_internal._ttl_touch_refresh(renamed.relid);
+        END IF;
+    END LOOP;
+    -- a filter names columns: written again from the index predicate, which follows renames
+    PERFORM jsonb_ttl_internal._ttl_filter_refresh(t.table_oid::pg_catalog.oid)
+    FROM jsonb_ttl_internal.ttl_index t
+    WHERE t.filter_sql IS NOT NULL
+      AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+              SELECT d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d
+              WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+                AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text));
+    -- hide_expired's policy would hide the expired rows from the worker's DELETE as the owner
+    IF EXISTS (SELECT FROM jsonb_ttl_internal.ttl_index t
+               JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+               JOIN pg_catalog.pg_event_trigger_ddl_commands() d ON d.objid OPERATOR(pg_catalog.=) c.oid
+               WHERE t.hide_expired AND c.relforcerowsecurity) THEN
+        RAISE EXCEPTION 'FORCE ROW LEVEL SECURITY would hide expired rows from the purge of a TTL index with hide_expired'
+            USING ERRCODE = '0A000',
+                  HINT = 'Turn hide_expired off first: ttl_index_alter(tbl, hide_expired => false).';
+    END IF;
+END
+$$;
+
 -- ttl_expire_now(): no table named is '-' (no table), no longer NULL, so that a NULL named by
 -- mistake (to_regclass() of a mistyped name) is an error instead of a purge of every table.
 -- The same function, its default changed in place.
@@ -17,7 +198,7 @@ AS $$ SELECT jsonb_ttl_internal._ttl_expire_now(tbl, max_rows) $$;
 -- A pause reason is at most 1 kB now (ttl_index_pause refuses longer ones); longer ones that
 -- 0.3.0 let an owner write are cut to the most whole characters that fit in 1,024 bytes, so
 -- that nothing reading the catalog meets one.
-UPDATE @extschema@.ttl_index t
+UPDATE jsonb_ttl_internal.ttl_index t
    SET paused_reason = (SELECT pg_catalog."left"(c.r, n.n)
                         FROM (SELECT pg_catalog."left"(t.paused_reason, 1024) AS r) c,
                              LATERAL (SELECT pg_catalog.max(g.n) AS n
@@ -40,7 +221,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF if_exists AND (tbl IS NULL OR NOT EXISTS (
-           SELECT FROM @extschema@.ttl_index t
+           SELECT FROM jsonb_ttl_internal.ttl_index t
            WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid)) THEN
         IF tbl IS NULL THEN
             RAISE NOTICE 'jsonb_ttl: no such table, skipping';
@@ -121,16 +302,16 @@ SELECT l.relid::pg_catalog.regclass             AS table_name,
        t.paused_at IS NOT NULL                  AS paused,
        t.paused_by,
        p.part
-FROM @extschema@.ttl_index t
+FROM jsonb_ttl_internal.ttl_index t
 -- the tables the worker deletes from: the table itself, or the leaves of a partitioned one (a
 -- join, not a lateral call per TTL index: the planner joins the statistics by hash once)
 JOIN (SELECT r.table_oid::pg_catalog.oid AS ttl, r.table_oid::pg_catalog.oid AS relid
-      FROM @extschema@.ttl_index r
+      FROM jsonb_ttl_internal.ttl_index r
       JOIN pg_catalog.pg_class rc ON rc.oid OPERATOR(pg_catalog.=) r.table_oid::pg_catalog.oid
       WHERE rc.relkind OPERATOR(pg_catalog.<>) 'p'::pg_catalog."char"
       UNION ALL
       SELECT r.table_oid::pg_catalog.oid, g.relid::pg_catalog.oid
-      FROM @extschema@.ttl_index r
+      FROM jsonb_ttl_internal.ttl_index r
       JOIN pg_catalog.pg_class rc ON rc.oid OPERATOR(pg_catalog.=) r.table_oid::pg_catalog.oid
       CROSS JOIN LATERAL jsonb_ttl_internal._ttl_targets(r.table_oid) g(relid)
       WHERE rc.relkind OPERATOR(pg_catalog.=) 'p'::pg_catalog."char") l
@@ -183,17 +364,17 @@ COMMENT ON FUNCTION @extschema@.ttl_timestamp(pg_catalog.jsonb, pg_catalog.text)
   'The point in time a JSON value holds, its numbers read in numeric_unit (''s'' or ''ms''), or NULL; keys TTL indexes.';
 COMMENT ON FUNCTION @extschema@.ttl_timestamp(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text) IS
   'The point in time a JSON value holds, numbers in numeric_unit, strings without an offset in the time zone given; keys TTL indexes.';
-COMMENT ON FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_text_timestamp(pg_catalog.text) IS
   'The point in time a text column holds, read with the date-string grammar (UTC without an offset), or NULL; keys TTL indexes.';
-COMMENT ON FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text, pg_catalog.text) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_text_timestamp(pg_catalog.text, pg_catalog.text) IS
   'The point in time a text column holds, strings without an offset read in the time zone given, or NULL; keys TTL indexes.';
-COMMENT ON FUNCTION @extschema@.ttl_unix_timestamp(pg_catalog.numeric, pg_catalog.text) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_unix_timestamp(pg_catalog.numeric, pg_catalog.text) IS
   'A Unix time in numeric_unit (''s'' or ''ms'') as a timestamptz, or NULL when out of range; keys TTL indexes.';
-COMMENT ON FUNCTION @extschema@.ttl_row_seconds(pg_catalog.jsonb) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_row_seconds(pg_catalog.jsonb) IS
   'The per-row TTL a JSON value holds, in seconds (-1: never), or NULL; keys per-row TTL indexes.';
-COMMENT ON FUNCTION @extschema@.ttl_row_seconds(pg_catalog.numeric) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_row_seconds(pg_catalog.numeric) IS
   'The per-row TTL a numeric column holds, in seconds (-1: never), or NULL; keys per-row TTL indexes.';
-COMMENT ON FUNCTION @extschema@.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) IS
+COMMENT ON FUNCTION jsonb_ttl_internal.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) IS
   'When a row with a per-row TTL expires: its reference time plus its TTL in seconds; keys per-row TTL indexes.';
 
 COMMENT ON VIEW @extschema@.ttl_indexes IS 'Every TTL index of this database, with its options (see ttl_index_create).';

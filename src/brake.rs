@@ -187,9 +187,10 @@ pub fn pause(ext: &Extension, root: Oid, reason: &str) {
     let reason = &reason[..end];
     Spi::run_with_args(
         &format!(
-            "UPDATE {ext}.ttl_index SET paused_at = pg_catalog.now(), paused_reason = $2, \
+            "UPDATE {catalog} SET paused_at = pg_catalog.now(), paused_reason = $2, \
                     brake_released = false{by} \
-             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+            catalog = ext.catalog(),
         ),
         &[root.into(), reason.into()],
     )
@@ -204,8 +205,9 @@ pub fn rearm(ext: &Extension, root: Oid) {
     gucs::override_setting(c"lock_timeout", &lock_timeout);
     Spi::run_with_args(
         &format!(
-            "UPDATE {ext}.ttl_index SET brake_released = false \
-             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND brake_released"
+            "UPDATE {catalog} SET brake_released = false \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND brake_released",
+            catalog = ext.catalog(),
         ),
         &[root.into()],
     )
@@ -230,13 +232,14 @@ pub fn resume(ext: &Extension, root: Oid) -> bool {
     owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
             &format!(
-                "WITH before AS (SELECT paused_at IS NOT NULL AS paused FROM {ext}.ttl_index \
+                "WITH before AS (SELECT paused_at IS NOT NULL AS paused FROM {catalog} \
                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1), \
-                      resumed AS (UPDATE {ext}.ttl_index SET paused_at = NULL, paused_reason = NULL, \
+                      resumed AS (UPDATE {catalog} SET paused_at = NULL, paused_reason = NULL, \
                                          brake_released = {released}{by} \
                                   WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
                                     AND paused_at IS NOT NULL) \
-                 SELECT paused FROM before"
+                 SELECT paused FROM before",
+                catalog = ext.catalog(),
             ),
             &[root.into()],
         )

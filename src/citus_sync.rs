@@ -139,14 +139,14 @@ fn payload(ext: &Extension) -> Option<String> {
                                        FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(t)) k \
                                        WHERE k.key OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.text[]))) \
                         ORDER BY t.table_oid::pg_catalog.regclass::pg_catalog.text) \
-                      FROM {ext}.ttl_index t \
+                      FROM {catalog} t \
                       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
                       JOIN pg_catalog.pg_dist_partition d \
                         ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
                       WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
                         AND {HANDED_ON}), \
                       '[]'::pg_catalog.jsonb))::pg_catalog.text",
-        keys.join(", ")
+        keys.join(", "), catalog = ext.catalog(),
     ))
     .unwrap_or_else(|e| {
         log!("jsonb_ttl: cannot read the TTL indexes of distributed tables: {e}");
@@ -193,43 +193,43 @@ fn receive_statements(ext: &Extension) -> [String; 5] {
     // at most, and the coordinator sends again at its next pass.
     [
         format!(
-            "DELETE FROM {ext}.ttl_index t USING pg_catalog.pg_dist_partition d \
+            "DELETE FROM {catalog} t USING pg_catalog.pg_dist_partition d \
              WHERE d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
                AND d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\" \
                AND t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.<>) ALL (ARRAY( \
-                     SELECT s.rel::pg_catalog.oid FROM ({sent}) s))"
+                     SELECT s.rel::pg_catalog.oid FROM ({sent}) s))", catalog = ext.catalog(),
         ),
         format!(
-            "UPDATE {ext}.ttl_index t SET {} \
-             FROM (SELECT s.rel, pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, s.definition) AS def_row, \
+            "UPDATE {catalog} t SET {} \
+             FROM (SELECT s.rel, pg_catalog.jsonb_populate_record(NULL::{catalog}, s.definition) AS def_row, \
                           s.definition FROM ({sent}) s) n \
              WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) n.rel::pg_catalog.oid \
                AND {mine} OPERATOR(pg_catalog.<>) n.definition",
-            sets.join(", ")
+            sets.join(", "), catalog = ext.catalog(),
         ),
         format!(
-            "INSERT INTO {ext}.ttl_index \
-             SELECT (pg_catalog.jsonb_populate_record(NULL::{ext}.ttl_index, \
+            "INSERT INTO {catalog} \
+             SELECT (pg_catalog.jsonb_populate_record(NULL::{catalog}, \
                        s.definition OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object( \
                          'table_oid', s.rel::pg_catalog.oid::pg_catalog.text, \
                          'created_at', pg_catalog.now(), 'brake_released', false, \
                          'hide_enabled_row_security', false))).* \
-             FROM ({sent}) s ON CONFLICT (table_oid) DO NOTHING"
+             FROM ({sent}) s ON CONFLICT (table_oid) DO NOTHING", catalog = ext.catalog(),
         ),
         format!(
-            "UPDATE {ext}.ttl_index t SET paused_at = pg_catalog.now(), paused_by = 'operator', \
+            "UPDATE {catalog} t SET paused_at = pg_catalog.now(), paused_by = 'operator', \
                     paused_reason = s.operator_pause \
              FROM ({sent}) s \
              WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) s.rel::pg_catalog.oid \
                AND s.operator_pause IS NOT NULL \
-               AND (t.paused_by IS NULL OR t.paused_by OPERATOR(pg_catalog.<>) 'operator'::pg_catalog.text)"
+               AND (t.paused_by IS NULL OR t.paused_by OPERATOR(pg_catalog.<>) 'operator'::pg_catalog.text)", catalog = ext.catalog(),
         ),
         format!(
-            "UPDATE {ext}.ttl_index t SET paused_at = NULL, paused_by = NULL, paused_reason = NULL \
+            "UPDATE {catalog} t SET paused_at = NULL, paused_by = NULL, paused_reason = NULL \
              FROM ({sent}) s \
              WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) s.rel::pg_catalog.oid \
                AND s.operator_pause IS NULL \
-               AND t.paused_by OPERATOR(pg_catalog.=) 'operator'::pg_catalog.text"
+               AND t.paused_by OPERATOR(pg_catalog.=) 'operator'::pg_catalog.text", catalog = ext.catalog(),
         ),
     ]
 }

@@ -154,9 +154,10 @@ pub(crate) fn set(ext: &Extension, table: &Table, controls: &Controls) {
     let mut args: Vec<DatumWithOid> = vec![table.oid.into()];
     args.extend(columns.into_iter().map(|(_, value)| value));
     let sql = format!(
-        "UPDATE {ext}.ttl_index SET {} \
+        "UPDATE {catalog} SET {} \
          WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-        sets.join(", ")
+        sets.join(", "),
+        catalog = ext.catalog(),
     );
     owner::as_catalog_owner(ext.owner(), || Spi::run_with_args(&sql, &args))
         .unwrap_or_else(|e| error!("jsonb_ttl: cannot update the TTL index: {e}"));
@@ -169,9 +170,10 @@ pub(crate) fn refuse_other(ext: &Extension, table: &Table, controls: &Controls, 
     for (name, value) in columns(controls) {
         let same = Spi::get_one_with_args::<bool>(
             &format!(
-                "SELECT {name} IS NOT DISTINCT FROM $2{} FROM {ext}.ttl_index \
+                "SELECT {name} IS NOT DISTINCT FROM $2{} FROM {catalog} \
                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-                cast(name)
+                cast(name),
+                catalog = ext.catalog(),
             ),
             &[table.oid.into(), value],
         );
@@ -233,13 +235,14 @@ pub(crate) fn pause(ext: &Extension, table: &Table, reason: Option<&str>) -> boo
     owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
             &format!(
-                "WITH before AS (SELECT paused_at IS NULL AS running FROM {ext}.ttl_index \
+                "WITH before AS (SELECT paused_at IS NULL AS running FROM {catalog} \
                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1), \
-                      paused AS (UPDATE {ext}.ttl_index \
+                      paused AS (UPDATE {catalog} \
                                  SET paused_at = pg_catalog.now(), paused_reason = $2, \
                                      paused_by = 'operator' \
                                  WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1) \
-                 SELECT running FROM before"
+                 SELECT running FROM before",
+                catalog = ext.catalog(),
             ),
             &[table.oid.into(), reason.into()],
         )

@@ -66,9 +66,10 @@ fn record(ext: &Extension, columns: Vec<(&str, pgrx::datum::DatumWithOid)>) {
     owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
-                "INSERT INTO {ext}.ttl_index ({}) VALUES ({})",
+                "INSERT INTO {catalog} ({}) VALUES ({})",
                 names.join(", "),
-                values.join(", ")
+                values.join(", "),
+                catalog = ext.catalog(),
             ),
             &args,
         )
@@ -128,8 +129,9 @@ pub(crate) fn drop(ext: &Extension, table: &Table) -> bool {
     owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
-                "DELETE FROM {ext}.ttl_index \
-                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+                "DELETE FROM {catalog} \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                catalog = ext.catalog(),
             ),
             &[table.oid.into()],
         )

@@ -1,11 +1,15 @@
 //! The extension in this database: the schema it was created in, where its internals live, and
 //! the role that owns its catalog. One value, passed down from the SQL face and the worker's
-//! pass; it prints as its schema, quoted, so SQL text names an object `{ext}.ttl_index`.
+//! pass; it prints as its schema, quoted, so SQL text names a public object `{ext}.ttl_stats`.
+//! The catalog table and the index expressions' helpers live in `jsonb_ttl_internal` from
+//! 0.4.0's SQL on, in the extension's schema before it: [`Extension::catalog`] and
+//! [`Extension::helpers`] name them for the SQL the database has.
 
 use pgrx::pg_sys::Oid;
 use pgrx::spi::quote_literal;
 
-/// Where 0.3.0 keeps the extension's internals (see [`Extension::internal`]).
+/// Where 0.3.0 keeps the extension's internals (see [`Extension::internal`]), and 0.4.0 its
+/// catalog table and index helpers too.
 pub const INTERNAL_SCHEMA: &str = "jsonb_ttl_internal";
 
 /// jsonb_ttl as created in the current database.
@@ -13,6 +17,8 @@ pub const INTERNAL_SCHEMA: &str = "jsonb_ttl_internal";
 pub struct Extension {
     /// The schema the extension lives in, quoted.
     schema: String,
+    /// The version of its SQL (`pg_extension.extversion`).
+    version: String,
 }
 
 impl std::fmt::Display for Extension {
@@ -24,13 +30,17 @@ impl std::fmt::Display for Extension {
 impl Extension {
     /// The extension, or `None` where it is not created; the worker never assumes `public`.
     pub fn find() -> Option<Extension> {
-        crate::read::one::<String>(
-            "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_extension e \
+        crate::read::one::<Vec<String>>(
+            "SELECT ARRAY[pg_catalog.quote_ident(n.nspname::text), e.extversion] \
+             FROM pg_catalog.pg_extension e \
              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
              WHERE e.extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name",
             &[],
         )
-        .map(|schema| Extension { schema })
+        .and_then(|row| match <[String; 2]>::try_from(row) {
+            Ok([schema, version]) => Some(Extension { schema, version }),
+            Err(_) => None,
+        })
     }
 
     /// The extension, from inside one of its functions.
@@ -65,9 +75,20 @@ impl Extension {
         }
     }
 
-    /// The catalog table, qualified.
+    /// The catalog table, qualified: `jsonb_ttl_internal.ttl_index`, or the extension's own
+    /// schema's before 0.4.0's SQL (`ALTER EXTENSION jsonb_ttl UPDATE` moves it).
     pub fn catalog(&self) -> String {
-        format!("{}.ttl_index", self.schema)
+        format!("{}.ttl_index", self.helpers())
+    }
+
+    /// The schema of the index expressions' helpers (`ttl_text_timestamp`,
+    /// `ttl_unix_timestamp`, `ttl_row_seconds`, `ttl_expires_at`) and of the catalog table:
+    /// `jsonb_ttl_internal` from 0.4.0's SQL on, the extension's schema before.
+    pub fn helpers(&self) -> &str {
+        match self.sql_before_0_4() {
+            true => &self.schema,
+            false => INTERNAL_SCHEMA,
+        }
     }
 
     /// The role that owns the catalog table (the extension's owner).
@@ -87,12 +108,7 @@ impl Extension {
     /// `ttl_expire_now` passed NULL for "no table" (0.4.0's passes `'-'::regclass`, so that a
     /// NULL named by mistake is an error).
     pub fn sql_before_0_4(&self) -> bool {
-        crate::read::one::<String>(
-            "SELECT extversion FROM pg_catalog.pg_extension \
-             WHERE extname OPERATOR(pg_catalog.=) 'jsonb_ttl'::pg_catalog.name",
-            &[],
-        )
-        .is_some_and(|v| matches!(v.as_str(), "0.1.0" | "0.2.0" | "0.3.0"))
+        matches!(self.version.as_str(), "0.1.0" | "0.2.0" | "0.3.0")
     }
 
     /// Whether the catalog has the `time_zone` column of 0.2.0: a database still at 0.1.0's

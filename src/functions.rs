@@ -1,4 +1,6 @@
-//! `ttl_timestamp`, `ttl_unix_timestamp` and `ttl_is_datestring`: the SQL face of the parser.
+//! `ttl_timestamp` and `ttl_is_datestring`: the SQL face of the parser; and the helpers the TTL
+//! indexes over plain columns call, `jsonb_ttl_internal.ttl_unix_timestamp` and
+//! `jsonb_ttl_internal.ttl_text_timestamp`.
 //!
 //! All are IMMUTABLE, STRICT and PARALLEL SAFE, and never raise on any jsonb input, so
 //! they can key an expression index. Only a bad `numeric_unit` argument raises.
@@ -44,13 +46,25 @@ fn ttl_timestamp_in_zone(
 
 /// The point in time a string holds, read with the date-string grammar of `ttl_timestamp`
 /// (a `text` column's reference time); strings without an offset are UTC.
-#[pg_extern(immutable, strict, parallel_safe, name = "ttl_text_timestamp")]
+#[pg_extern(
+    immutable,
+    strict,
+    parallel_safe,
+    name = "ttl_text_timestamp",
+    schema = "jsonb_ttl_internal"
+)]
 fn ttl_text_timestamp(value: &str) -> Option<TimestampWithTimeZone> {
     to_timestamptz(parse::parse_datestring(value))
 }
 
 /// The point in time a string holds, with a string without an offset read in `time_zone`.
-#[pg_extern(immutable, strict, parallel_safe, name = "ttl_text_timestamp")]
+#[pg_extern(
+    immutable,
+    strict,
+    parallel_safe,
+    name = "ttl_text_timestamp",
+    schema = "jsonb_ttl_internal"
+)]
 fn ttl_text_timestamp_in_zone(value: &str, time_zone: &str) -> Option<TimestampWithTimeZone> {
     let reading = Reading {
         unit: NumericUnit::Seconds,
@@ -93,7 +107,7 @@ pub fn numeric_unit_arg(name: &str) -> NumericUnit {
 
 /// A number as a Unix time in `numeric_unit` ('s' or 'ms'): the reference time of a plain
 /// numeric column. Negative numbers give NULL, like JSON numbers.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, schema = "jsonb_ttl_internal")]
 fn ttl_unix_timestamp(value: AnyNumeric, numeric_unit: &str) -> Option<TimestampWithTimeZone> {
     let unit = numeric_unit_arg(numeric_unit);
     to_timestamptz(parse::parse_unix_number(&value.to_string(), unit))

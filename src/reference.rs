@@ -45,9 +45,10 @@ pub fn reference_expr(
             }
         }
         ColumnKind::Text => match time_zone {
-            None => format!("{ext}.ttl_text_timestamp(({column})::pg_catalog.text)"),
+            None => format!("{}.ttl_text_timestamp(({column})::pg_catalog.text)", ext.helpers()),
             Some(_) => format!(
-                "{ext}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)"
+                "{}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)",
+                ext.helpers()
             ),
         },
         ColumnKind::Timestamptz => column,
@@ -57,7 +58,8 @@ pub fn reference_expr(
             format!("(({column})::pg_catalog.timestamp AT TIME ZONE {zone}::pg_catalog.text)")
         }
         ColumnKind::Number => format!(
-            "{ext}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
+            "{}.ttl_unix_timestamp(({column})::pg_catalog.numeric, '{}'::pg_catalog.text)",
+            ext.helpers(),
             unit.name()
         ),
         ColumnKind::Other => {

@@ -24,19 +24,37 @@ use pgrx::AnyNumeric;
 
 /// What a row's TTL field holds: seconds of its own (≥ 0), `-1` for never, or NULL to fall
 /// back to the index's `expire_after` (absent, null, not a number, another negative number).
-#[pg_extern(immutable, strict, parallel_safe, name = "ttl_row_seconds")]
+#[pg_extern(
+    immutable,
+    strict,
+    parallel_safe,
+    name = "ttl_row_seconds",
+    schema = "jsonb_ttl_internal"
+)]
 fn ttl_row_seconds(value: JsonbRef) -> Option<f64> {
     row_seconds(&value.number_text()?)
 }
 
 /// The same for a numeric column.
-#[pg_extern(immutable, strict, parallel_safe, name = "ttl_row_seconds")]
+#[pg_extern(
+    immutable,
+    strict,
+    parallel_safe,
+    name = "ttl_row_seconds",
+    schema = "jsonb_ttl_internal"
+)]
 fn ttl_row_seconds_numeric(value: AnyNumeric) -> Option<f64> {
     row_seconds(&value.to_string())
 }
 
 /// When a row expires that has a TTL of its own of `seconds` (NULL for never: `-1`).
-#[pg_extern(immutable, strict, parallel_safe, name = "ttl_expires_at")]
+#[pg_extern(
+    immutable,
+    strict,
+    parallel_safe,
+    name = "ttl_expires_at",
+    schema = "jsonb_ttl_internal"
+)]
 fn ttl_expires_at(reference: TimestampWithTimeZone, seconds: f64) -> Option<TimestampWithTimeZone> {
     let micros: i64 = reference.into_inner();
     if !reference.is_finite() {
@@ -68,12 +86,12 @@ pub fn seconds_expr(ext: &Extension, field: &Resolved) -> Result<String, String>
             ))
         }
     };
-    Ok(format!("{ext}.ttl_row_seconds({value})"))
+    Ok(format!("{}.ttl_row_seconds({value})", ext.helpers()))
 }
 
 /// A row's own expiry time.
 pub fn expiry_expr(ext: &Extension, reference: &str, seconds: &str) -> String {
-    format!("{ext}.ttl_expires_at({reference}, {seconds})")
+    format!("{}.ttl_expires_at({reference}, {seconds})", ext.helpers())
 }
 
 /// The predicate that keeps the rows with a TTL of their own out of the TTL index itself.

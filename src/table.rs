@@ -166,8 +166,9 @@ pub(crate) fn set_column(
     owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
-                "UPDATE {ext}.ttl_index SET {column} = $2 \
-                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+                "UPDATE {catalog} SET {column} = $2 \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                catalog = ext.catalog(),
             ),
             &[table.oid.into(), value],
         )

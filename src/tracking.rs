@@ -21,14 +21,14 @@ pub fn recorded_index(ext: &Extension, table: Oid, role: &str) -> Option<Oid> {
     if !ext.has_internal_schema() {
         return Spi::get_one_with_args::<Oid>(
             &format!(
-                "SELECT i.indexrelid FROM {ext}.ttl_index t \
+                "SELECT i.indexrelid FROM {catalog} t \
                  JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
                  JOIN pg_catalog.pg_class x ON x.relnamespace OPERATOR(pg_catalog.=) r.relnamespace \
                   AND x.relname OPERATOR(pg_catalog.=) \
                       (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) $2::pg_catalog.text)::pg_catalog.name \
                  JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) x.oid \
                   AND i.indrelid OPERATOR(pg_catalog.=) r.oid \
-                 WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+                 WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1", catalog = ext.catalog(),
             ),
             &[table.into(), role.into()],
         )
@@ -158,9 +158,10 @@ fn record(
     // role is one of our two column names, never input
     Spi::run_with_args(
         &format!(
-            "UPDATE {ext}.ttl_index SET {role} = $2::pg_catalog.name \
+            "UPDATE {catalog} SET {role} = $2::pg_catalog.name \
              WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
-               AND {role} IS DISTINCT FROM $2::pg_catalog.name"
+               AND {role} IS DISTINCT FROM $2::pg_catalog.name",
+            catalog = ext.catalog(),
         ),
         &[tbl.into(), relname.into()],
     )
@@ -192,7 +193,7 @@ pub fn stale_records(ext: &Extension) -> Vec<Oid> {
         return Vec::new();
     }
     let sql = format!(
-        "SELECT t.table_oid::pg_catalog.oid FROM {ext}.ttl_index t \
+        "SELECT t.table_oid::pg_catalog.oid FROM {catalog} t \
          JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
          WHERE EXISTS ( \
            SELECT FROM (VALUES ('index_name'::pg_catalog.text, t.index_name), \
@@ -209,7 +210,7 @@ pub fn stale_records(ext: &Extension) -> Vec<Oid> {
            SELECT o.table_oid FROM jsonb_ttl_internal.index_oid o \
            WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_index i \
                              WHERE i.indexrelid OPERATOR(pg_catalog.=) o.index_oid \
-                               AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid)))"
+                               AND i.indrelid OPERATOR(pg_catalog.=) o.table_oid)))", catalog = ext.catalog(),
     );
     Spi::connect(|client| {
         client

@@ -193,7 +193,7 @@ pub(super) fn sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     let columns = columns_sql(ext, &|name| has.contains(name));
     format!(
         "SELECT {columns} \
-         FROM {ext}.ttl_index t \
+         FROM {catalog} t \
          CROSS JOIN LATERAL {target} l \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) l.relid \
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -204,7 +204,8 @@ pub(super) fn sql(ext: &Extension, scope: Scope, citus: bool) -> String {
                   AND a.attname OPERATOR(pg_catalog.=) t.column_name AND NOT a.attisdropped \
                 OFFSET 0) a ON true \
          WHERE $1 IS NULL OR t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
-         ORDER BY t.table_oid::pg_catalog.oid, l.relid"
+         ORDER BY t.table_oid::pg_catalog.oid, l.relid",
+        catalog = ext.catalog(),
     )
 }
 

@@ -160,12 +160,13 @@ pub(crate) const VERSION_SQL: &str = "t.xmin::pg_catalog.text OPERATOR(pg_catalo
 /// transaction that locked the row.
 pub fn definition_sql(ext: &Extension, locked: bool) -> String {
     format!(
-        "SELECT t.expire_after, {VERSION_SQL} FROM {ext}.ttl_index t \
+        "SELECT t.expire_after, {VERSION_SQL} FROM {catalog} t \
          WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1{}",
         match locked {
             true => " FOR SHARE SKIP LOCKED",
             false => "",
-        }
+        },
+        catalog = ext.catalog(),
     )
 }
 

@@ -266,8 +266,9 @@ fn ttl_filter_refresh(tbl: Oid) {
     crate::owner::as_catalog_owner(owner, || {
         Spi::run_with_args(
             &format!(
-                "UPDATE {ext}.ttl_index SET filter = $2, filter_sql = $3 \
-                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+                "UPDATE {catalog} SET filter = $2, filter_sql = $3 \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                catalog = ext.catalog(),
             ),
             &[tbl.into(), filter.shown.into(), filter.sql.into()],
         )

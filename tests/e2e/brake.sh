@@ -66,9 +66,9 @@ expect_eq "only the owner may resume" "must be owner of table public.sessions" \
 expect_eq "the owner resumes: it was paused" t "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')")"
 eventually_eq "then the worker removes the 15,000" 10 5000 brake "SELECT count(*) FROM sessions"
 eventually_eq "and the brake holds again once the table is drained" 10 f brake \
-  "SELECT brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass"
+  "SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass"
 expect_eq "resume on an index that is not paused says so, and leaves its brake on" "f f" \
-  "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')") $(q brake -c "SELECT brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass")"
+  "$(q brake -c "SET ROLE tenant" -c "SELECT ttl_index_resume('sessions')") $(q brake -c "SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass")"
 expect_eq "a tenant naming a session pg_restore does not stop the worker" 0 \
   "$(PGAPPNAME=pg_restore "$PGBIN/psql" -h "$SOCK" -p "$PORT" -U tenant -d brake -X -q -At \
        -c "INSERT INTO sessions SELECT 100000 + g, '{\"seen\": \"2019-01-01\"}' FROM generate_series(1, 10) g" \
@@ -127,7 +127,7 @@ UPDATE growing SET doc = jsonb_build_object('seen', now() - interval '3 days') W
 SQL
 sleep 1  # the UPDATE's statistics (its dead rows, the live ones unchanged) reach the counters
 # (set the pause aside as the worker would find it after the UPDATE: running, brake armed)
-q brake -c "UPDATE ttl_index SET paused_at = NULL, paused_by = NULL, paused_reason = NULL WHERE table_oid = 'growing'::regclass"
+q brake -c "UPDATE jsonb_ttl_internal.ttl_index SET paused_at = NULL, paused_by = NULL, paused_reason = NULL WHERE table_oid = 'growing'::regclass"
 wait_for "a mass UPDATE without ANALYZE (pages doubled) still pauses it" 10 growing_paused
 expect_eq "with its rows still there" 28000 "$(q brake -c "SELECT count(*) FROM growing")"
 echo "== a table partitioned by time is measured whole: its oldest partition expires whole, normally"
@@ -166,7 +166,7 @@ wait_for "a wrong expire_after on all its partitions pauses it" 10 parted_paused
 expect_eq "the partitioned table's policy ran while the brake counted it, as its owner only" tenant \
   "$(q brake -c "SELECT string_agg(DISTINCT who::text, ',') FROM seen")"
 expect_eq "with its rows still there, and the whole table named" "28000 true" \
-  "$(q brake -c "SELECT (SELECT count(*) FROM parted) || ' ' || (paused_reason LIKE '%rows of public.parted were expired at once%') FROM ttl_index WHERE table_oid = 'parted'::regclass")"
+  "$(q brake -c "SELECT (SELECT count(*) FROM parted) || ' ' || (paused_reason LIKE '%rows of public.parted were expired at once%') FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'parted'::regclass")"
 echo "== index entries of deleted rows do not pause a table: past the btree's bound, the rows are counted"
 # Issue 24: the brake first reads the TTL index's btree alone (entries before the cutoff, up to
 # the limit, dead rows' included); only past that bound does it count the rows through the

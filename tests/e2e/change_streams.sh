@@ -317,12 +317,12 @@ expect_eq "f. replication_origin refused for a table whose owner may not write u
   "replication_origin: the owner of public.owned, tenant, may not write under a replication origin" \
   "$(outcome postgres app "SELECT FROM ttl_index_alter('owned', replication_origin => true)")"
 # set in the catalog by hand (or under a library without that rule): the batches refuse it
-q app -c "UPDATE ttl_index SET replication_origin = true WHERE table_oid = 'owned'::regclass"
+q app -c "UPDATE jsonb_ttl_internal.ttl_index SET replication_origin = true WHERE table_oid = 'owned'::regclass"
 expired app owned 1 3
 refused() { [ "$(q app -c "SELECT last_error LIKE '%may not write under a replication origin%' FROM ttl_stats WHERE table_name = 'owned'::regclass")" = t ]; }
 wait_for "f. set by hand, the batches refuse it: ttl_stats says why" 10 refused
 expect_eq "f. and nothing is deleted" 3 "$(count app owned)"
-q app -c "DELETE FROM owned" -c "TRUNCATE attempts" -c "UPDATE ttl_index SET replication_origin = false WHERE table_oid = 'owned'::regclass"
+q app -c "DELETE FROM owned" -c "TRUNCATE attempts" -c "UPDATE jsonb_ttl_internal.ttl_index SET replication_origin = false WHERE table_oid = 'owned'::regclass"
 # granted the right to (every overload: 18 has one more), the owner may have it
 q app >/dev/null <<'SQL'
 DO $$ DECLARE f regprocedure; BEGIN

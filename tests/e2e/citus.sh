@@ -105,7 +105,7 @@ expect_eq "a worker node hides its shards from pg_class by default (placement_co
   "$(qw1 -c "SELECT count(*) FROM pg_class WHERE relname ~ '^events_[0-9]+\$'")"
 for node in w1 w2; do
   eventually_on "$node" "$node's ttl_index holds events (handed on by the coordinator's worker)" 10 \
-    "1|1 day" "SELECT count(*) || '|' || min(expire_after) FROM ttl_index WHERE table_oid = 'events'::regclass"
+    "1|1 day" "SELECT count(*) || '|' || min(expire_after) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass"
 done
 eventually_eq "no expired row left in events (the coordinator's view)" 30 0 "$CITUS_DB" \
   "SELECT count(*) FROM events WHERE $expired"
@@ -145,7 +145,7 @@ done
 eventually_eq "ttl_stats of settings on the coordinator: 50 rows deleted, no errors" 5 "50|0|" "$CITUS_DB" \
   "SELECT rows_deleted || '|' || errors || '|' || coalesce(last_error, '') FROM ttl_stats WHERE table_name = 'settings'::regclass"
 expect_eq "the worker nodes' ttl_index leave it to the coordinator (no row for settings)" "0 0" \
-  "$(qw1 -c "SELECT count(*) FROM ttl_index WHERE table_oid = 'settings'::regclass") $(qw2 -c "SELECT count(*) FROM ttl_index WHERE table_oid = 'settings'::regclass")"
+  "$(qw1 -c "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'settings'::regclass") $(qw2 -c "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'settings'::regclass")"
 
 echo "== 3. a shard moved from worker 1 to worker 2 (block_writes), another back (force_logical)"
 moved=$(qc -c "SELECT min(shardid) FROM pg_dist_shard_placement WHERE nodeport = ${CITUS_PORT[w1]} AND shardid IN ($events_shards)")
@@ -174,7 +174,7 @@ if [ "$(shard_exists_on w1 "$moved")" = t ]; then
     "$(outcome_on coord "SELECT ttl_index_alter('events', expire_after => interval '12 hours')")"
   for node in w1 w2; do
     eventually_on "$node" "$node's ttl_index follows: expire_after 12:00:00" 10 "12:00:00" \
-      "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass"
+      "SELECT expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass"
   done
   eventually_eq "the 50 rows, now expired, go from the placement on worker 2" 20 0 "$CITUS_DB" \
     "SELECT count(*) FROM events WHERE id IN ($aging)"
@@ -185,7 +185,7 @@ if [ "$(shard_exists_on w1 "$moved")" = t ]; then
     "$(outcome_on coord "SELECT ttl_index_alter('events', expire_after => interval '1 day')")"
   for node in w1 w2; do
     eventually_on "$node" "$node's ttl_index follows: expire_after 1 day" 10 "1 day" \
-      "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass"
+      "SELECT expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass"
   done
 else
   fail "worker 1 has no leftover copy of shard $moved to look at (citus.defer_shard_delete_interval = -1)"
@@ -215,7 +215,7 @@ info "worker 3 started and added in $(($(now_ms) - t0)) ms"
 expect_eq "worker 3 has jsonb_ttl: citus_add_node created it there (Citus propagates extensions)" 1 \
   "$(qw3 -c "SELECT count(*) FROM pg_extension WHERE extname = 'jsonb_ttl'")"
 eventually_on w3 "worker 3's ttl_index holds events (handed on at the next pass: the nodes changed)" 10 \
-  "1|1 day" "SELECT count(*) || '|' || min(expire_after) FROM ttl_index WHERE table_oid = 'events'::regclass"
+  "1|1 day" "SELECT count(*) || '|' || min(expire_after) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass"
 t0=$(now_ms)
 # two statements, two transactions: the background job that citus_rebalance_start schedules
 # runs once it commits (in one transaction with citus_rebalance_wait, the wait never ends)
@@ -254,10 +254,10 @@ FROM generate_series(1, 4000) g;
 SQL
 expect_eq "ttl_index_create('sessions', 'ts', interval '1 day', filter => \$\$doc->>'kind' = 'log'\$\$)" ok \
   "$(outcome_on coord "SELECT ttl_index_create('sessions', 'ts', interval '1 day', filter => \$\$doc->>'kind' = 'log'\$\$)")"
-sessions_filter=$(qc -c "SELECT filter FROM ttl_index WHERE table_oid = 'sessions'::regclass")
+sessions_filter=$(qc -c "SELECT filter FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass")
 for node in w1 w2 w3; do
   eventually_on "$node" "$node's ttl_index holds sessions with its filter" 10 "$sessions_filter" \
-    "SELECT filter FROM ttl_index WHERE table_oid = 'sessions'::regclass"
+    "SELECT filter FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass"
 done
 eventually_eq "the 1,000 expired log sessions go" 30 0 "$CITUS_DB" \
   "SELECT count(*) FROM sessions WHERE $expired AND doc->>'kind' = 'log'"
@@ -267,7 +267,7 @@ expect_eq "the 10 tenants they reference stay" 10 "$(qc -c "SELECT count(*) FROM
 expect_eq "ttl_index_drop('sessions') on the coordinator" t "$(qc -c "SELECT ttl_index_drop('sessions')")"
 for node in w1 w2 w3; do
   eventually_on "$node" "$node's ttl_index drops sessions too" 10 0 \
-    "SELECT count(*) FROM ttl_index WHERE table_oid = 'sessions'::regclass"
+    "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass"
 done
 
 echo "== 6. what a distributed table refuses, at creation (SQLSTATE 0A000, naming the table)"
@@ -289,7 +289,7 @@ expect_match "a partitioned distributed table" '^0A000: .*partitioned.* (public\
 expect_match "ttl_index_alter('events', touch => true) on the coordinator" '^0A000: .*touch.* (public\.)?events( |$)' \
   "$(sqlstate_on coord "SELECT ttl_index_alter('events', touch => true)")"
 expect_eq "no TTL index left behind by the refusals" 0 \
-  "$(qc -c "SELECT count(*) FROM ttl_index WHERE table_oid IN ('refused'::regclass, 'parted'::regclass)")"
+  "$(qc -c "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid IN ('refused'::regclass, 'parted'::regclass)")"
 expect_match "ttl_index_create on a worker node: managed on the coordinator" '^0A000: .* (public\.)?refused .*coordinator' \
   "$(sqlstate_on w1 "SELECT ttl_index_create('refused', 'ts', interval '1 day')")"
 expect_match "ttl_index_alter on a worker node" '^0A000: .* (public\.)?events .*coordinator' \
@@ -297,7 +297,7 @@ expect_match "ttl_index_alter on a worker node" '^0A000: .* (public\.)?events .*
 expect_match "ttl_index_drop on a worker node" '^0A000: .* (public\.)?events .*coordinator' \
   "$(sqlstate_on w2 "SELECT ttl_index_drop('events')")"
 expect_eq "the worker nodes' catalog unchanged: events, 1 day" "1 day|1 day" \
-  "$(qw1 -c "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass")|$(qw2 -c "SELECT expire_after FROM ttl_index WHERE table_oid = 'events'::regclass")"
+  "$(qw1 -c "SELECT expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass")|$(qw2 -c "SELECT expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass")"
 
 echo "== 7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table"
 for node in "${CITUS_NODES[@]}"; do
@@ -387,7 +387,7 @@ expect_eq "ttl_index_create('tickets', 'ts', interval '1 day', row_ttl_path => '
   "$(outcome_on coord "SELECT ttl_index_create('tickets', 'ts', interval '1 day', row_ttl_path => 'ttl')")"
 for node in "${workers[@]}"; do
   eventually_on "$node" "$node's ttl_index holds tickets with row_ttl_path ttl" 10 "ttl|1 day" \
-    "SELECT row_ttl_path || '|' || expire_after FROM ttl_index WHERE table_oid = 'tickets'::regclass"
+    "SELECT row_ttl_path || '|' || expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'tickets'::regclass"
 done
 eventually_eq "the 500 rows whose own TTL passed and the 500 old rows without ttl go" 30 "0|0" "$CITUS_DB" \
   "SELECT count(*) FILTER (WHERE id % 5 = 0) || '|' || count(*) FILTER (WHERE id % 5 = 2) FROM tickets"
@@ -426,7 +426,7 @@ eventually_eq "ttl_stats of tenant1.ev on the coordinator: 400 rows deleted, no 
   "SELECT rows_deleted || '|' || errors || '|' || coalesce(last_error, '') FROM ttl_stats WHERE table_name = 'tenant1.ev'::regclass"
 for node in "${workers[@]}"; do
   expect_eq "$node's ttl_index leaves tenant1.ev to the coordinator (no row)" 0 \
-    "$(qn "$node" "$CITUS_DB" -c "SELECT count(*) FROM ttl_index WHERE table_oid = to_regclass('tenant1.ev')")"
+    "$(qn "$node" "$CITUS_DB" -c "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = to_regclass('tenant1.ev')")"
 done
 
 echo "== 12. a shard of events split in two (block_writes), the halves on worker 1 and worker 2"
@@ -507,7 +507,7 @@ done
 expect_match "the reason names the resume to run on the node: ttl_index_resume('public.bulk')" \
   "ttl_index_resume\('public\.bulk'\)$" "$(qw1 -c "SELECT skipped FROM ttl_stats WHERE ttl_table = 'bulk'::regclass LIMIT 1")"
 expect_eq "the coordinator's ttl_index of bulk is not paused (each node keeps its own brake state)" t \
-  "$(qc -c "SELECT paused_at IS NULL FROM ttl_index WHERE table_oid = 'bulk'::regclass")"
+  "$(qc -c "SELECT paused_at IS NULL FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'bulk'::regclass")"
 for node in "${workers[@]}"; do
   expect_eq "ttl_index_resume('bulk') on $node: it was paused" t "$(qn "$node" "$CITUS_DB" -c "SELECT ttl_index_resume('bulk')" 2>&1)"
 done

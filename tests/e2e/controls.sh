@@ -29,7 +29,7 @@ eventually_eq "ttl_stats: not paused, no error, backlog 0, a last success, a las
   "SELECT paused::text || '|' || errors || '|' || backlog || '|' || (last_success_at > now() - interval '1 minute')::text || '|' || (last_run_ms > 0)::text
    FROM ttl_stats WHERE table_name = 'logs'::regclass"
 eventually_eq "the brake holds again once the backlog is gone" 5 f controls \
-  "SELECT brake_released FROM ttl_index WHERE table_oid = 'logs'::regclass"
+  "SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'logs'::regclass"
 q controls -c "SELECT FROM ttl_index_alter('logs', '1 minute')"
 eventually_eq "a shortened expire_after later still trips the brake (100 % of 1,428 rows)" 5 "true|brake" controls \
   "SELECT paused::text || '|' || coalesce(paused_by, '') FROM ttl_stats WHERE table_name = 'logs'::regclass"

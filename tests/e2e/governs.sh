@@ -118,14 +118,14 @@ expect_eq "no 'keep' row the old filter kept was deleted" 800 "$(q brake -c "SEL
 q brake -c "SELECT FROM ttl_index_create('resumed', 'doc.at', interval '1 hour')"
 eventually_eq "the first backlog (200 rows) goes" 10 800 brake "SELECT count(*) FROM resumed"
 eventually_eq "the brake holds again once it is gone" 5 f brake \
-  "SELECT brake_released FROM ttl_index WHERE table_oid = 'resumed'::regclass"
+  "SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'resumed'::regclass"
 q brake -c "SELECT ttl_index_pause('resumed')" -c "SELECT FROM ttl_index_alter('resumed', interval '10 minutes')" \
   -c "SELECT ttl_index_resume('resumed')" >/dev/null
 eventually_eq "pause, shorter expire_after, resume: the operator's resume releases nothing, the brake pauses" 20 \
   "true|brake|800" brake \
   "SELECT paused::text || '|' || coalesce(paused_by, '') || '|' || (SELECT count(*) FROM resumed) FROM ttl_stats WHERE table_name = 'resumed'::regclass" \
   || true
-[ "$E2E_FAILURES" = 0 ] || q brake -c "SELECT * FROM ttl_stats WHERE table_name = 'resumed'::regclass" -c "SELECT * FROM ttl_index WHERE table_oid = 'resumed'::regclass" -x
+[ "$E2E_FAILURES" = 0 ] || q brake -c "SELECT * FROM ttl_stats WHERE table_name = 'resumed'::regclass" -c "SELECT * FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'resumed'::regclass" -x
 
 echo "5. a reason no one can read stops no one"
 q postgres -c "CREATE DATABASE reasons" -c "CREATE ROLE alice LOGIN" -c "CREATE ROLE bob LOGIN"
@@ -138,7 +138,7 @@ expect_eq "a 2 kB reason is refused" "the reason of a pause is at most 1024 byte
   "$(outcome alice reasons "SELECT ttl_index_pause('alice_t', repeat('x', 2048))")"
 as alice reasons -c "SELECT ttl_index_pause('alice_t', 'archiving first')" >/dev/null
 # what 0.3.0 let an owner write, or a superuser may write by hand: more than jsonb can hold
-q reasons -c "UPDATE ttl_index SET paused_reason = repeat('x', 268435456) WHERE table_oid = 'alice_t'::regclass"
+q reasons -c "UPDATE jsonb_ttl_internal.ttl_index SET paused_reason = repeat('x', 268435456) WHERE table_oid = 'alice_t'::regclass"
 # (fewer rows than jsonb_ttl.brake_min_rows: the safety brake lets tables this small go whole)
 as bob reasons -c "INSERT INTO bob_t SELECT g, '{\"at\": 1}' FROM generate_series(1, 90) g"
 eventually_eq "bob's expired rows go while alice's catalog row holds a 256 MiB reason" 10 0 reasons "SELECT count(*) FROM bob_t"

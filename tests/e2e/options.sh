@@ -80,7 +80,7 @@ ALTER TABLE "evil'); DROP TABLE canary; --" RENAME COLUMN "at'); DROP TABLE cana
 INSERT INTO "evil'); DROP TABLE canary; --" VALUES ('{}');
 SQL
 expect_eq "the filter names the renamed column" t \
-  "$(q app -c "SELECT filter_sql LIKE '%\"b\"\")); DROP TABLE canary; --\" OPERATOR(pg_catalog.?)%' FROM ttl_index WHERE table_oid = '\"evil''); DROP TABLE canary; --\"'::regclass")"
+  "$(q app -c "SELECT filter_sql LIKE '%\"b\"\")); DROP TABLE canary; --\" OPERATOR(pg_catalog.?)%' FROM jsonb_ttl_internal.ttl_index WHERE table_oid = '\"evil''); DROP TABLE canary; --\"'::regclass")"
 expect_eq "the renamed column is touched, and the canary lives" "t t" \
   "$(q app -c "SELECT (\"b\"\")); DROP TABLE canary; --\" -> 'x') IS NOT NULL FROM \"evil'); DROP TABLE canary; --\"") $(q app -c "SELECT to_regclass('canary') IS NOT NULL")"
 q app -c "SET ROLE tenant" -c "DROP INDEX \"evil'); DROP TABLE canary; --_ttl_idx\""

@@ -54,7 +54,7 @@ expect_eq "but not its lag (no SELECT on it)" "" \
 expect_eq "alice sees her lag" t "$(q priv -c "SET ROLE alice; SELECT oldest_expired IS NOT NULL FROM ttl_stats")"
 for call in "SELECT ttl_index_alter('secrets', 60)" "SELECT ttl_index_drop('secrets')" \
             "SELECT ttl_expire_now('secrets')" "SELECT ttl_index_create('secrets', 'x', 60)" \
-            "SELECT ttl_stats_reset()" "DELETE FROM ttl_index"; do
+            "SELECT ttl_stats_reset()" "DELETE FROM jsonb_ttl_internal.ttl_index"; do
   code=$( (q priv -c "SET ROLE mallory; $call" 2>&1 >/dev/null || true) | sed -n 's/.*ERROR: *//p' | head -1)
   case "$code" in
     *"must be owner"*|*"permission denied"*) pass "mallory: $call → $code" ;;

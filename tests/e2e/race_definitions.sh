@@ -30,7 +30,7 @@ CREATE TABLE defs (xid xid8, kind text, paused boolean, expire_after interval, t
 CREATE FUNCTION note_def() RETURNS void LANGUAGE sql AS $$
   INSERT INTO defs SELECT pg_current_xact_id(), substring(filter FROM '''(\w)'''), paused_at IS NOT NULL,
                           expire_after, time_zone, path
-  FROM ttl_index WHERE table_oid = 't'::regclass $$;
+  FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 't'::regclass $$;
 CREATE FUNCTION refill(n int) RETURNS void LANGUAGE sql AS $$
   INSERT INTO t (kind, seen) SELECT CASE WHEN random() < 0.5 THEN 'a' ELSE 'b' END,
          (now() AT TIME ZONE 'UTC') - CASE WHEN random() < 0.5 THEN interval '20 hours' ELSE interval '30 minutes' END

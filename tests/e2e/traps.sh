@@ -381,14 +381,19 @@ SQL
   local j="'{\"at\": \"2019-01-01T00:00:00Z\", \"n\": 1546300800, \"ttl\": 5}'::pg_catalog.jsonb"
   api "$role" "$db" "SELECT $x.ttl_timestamp($j), $x.ttl_timestamp($j, 's'::$t), $x.ttl_is_datestring('2019-01-01'::$t)"
   # the pure functions of later versions, when there
-  local call fn
+  local call fn ns
   for call in "ttl_timestamp($j, 's'::$t, 'UTC'::$t)" "ttl_unix_timestamp('1546300800'::pg_catalog.numeric, 's'::$t)" \
               "ttl_text_timestamp('2019-01-01'::$t)" "ttl_text_timestamp('2019-01-01'::$t, 'UTC'::$t)" \
               "ttl_row_seconds($j)" "ttl_row_seconds('5'::pg_catalog.numeric)" \
               "ttl_expires_at(pg_catalog.now(), '5'::pg_catalog.float8)"; do
     fn=${call%%(*}
-    [ "$(qs "$db" -c "SELECT count(*) FROM pg_proc WHERE proname = '$fn' AND pronamespace = '$x'::regnamespace")" = 0 ] && continue
-    api "$role" "$db" "SELECT $x.$call"
+    # where the extension keeps it: its schema, or jsonb_ttl_internal (the index helpers, 0.4.0)
+    ns=$(qs "$db" -c "SELECT p.pronamespace::regnamespace FROM pg_proc p
+                        JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                        JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'jsonb_ttl'
+                      WHERE p.proname = '$fn' LIMIT 1")
+    [ -n "$ns" ] || continue
+    api "$role" "$db" "SELECT $ns.$call"
   done
   # DDL the event triggers act on
   phase "$db" "DDL as $role"

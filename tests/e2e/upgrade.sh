@@ -154,6 +154,8 @@ SELECT FROM ttl_index_create('events', 'at', interval '1 hour', max_removes_per_
 CREATE TABLE paused (id int PRIMARY KEY, doc jsonb);
 SELECT FROM ttl_index_create('paused', 'at', interval '1 hour');
 SELECT FROM ttl_index_pause('paused');
+CREATE TABLE notes (id int PRIMARY KEY, at text);
+SELECT FROM ttl_index_create('notes', 'at', interval '1 hour');
 UPDATE ttl_index SET paused_reason = repeat('x', 5000) WHERE table_oid = 'paused'::regclass;
 INSERT INTO paused SELECT g, '{"at": 1}' FROM generate_series(1, 10) g;
 SQL
@@ -166,7 +168,11 @@ expect_eq "0.3.0 updates to $LIB" "$LIB" "$(q from030 -c "SELECT extversion FROM
 q from030 -c "$describe" >"$CLUSTER_DIR/from030.txt"
 expect_eq "an updated 0.3.0 database equals a fresh $LIB one" "" "$(diff "$CLUSTER_DIR/from030.txt" "$CLUSTER_DIR/fresh.txt")"
 expect_eq "the update cut the pause reason to 1 kB" 1024 \
-  "$(q from030 -c "SELECT length(paused_reason) FROM ttl_index WHERE table_oid = 'paused'::regclass")"
+  "$(q from030 -c "SELECT length(paused_reason) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'paused'::regclass")"
+expect_eq "the update moved the catalog and the index helpers out of the user's schema; the text column's TTL index calls the moved helper" \
+  "||t" "$(q from030 -c "SELECT to_regclass('public.ttl_index')")|$(q from030 -c "SELECT string_agg(p.oid::regprocedure::text, ',') FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname IN ('ttl_text_timestamp', 'ttl_unix_timestamp', 'ttl_row_seconds', 'ttl_expires_at')")|$(q from030 -c "SELECT indexdef LIKE '%jsonb_ttl_internal.ttl_text_timestamp(%' FROM pg_indexes WHERE indexname = 'notes_ttl_idx'")"
+q from030 -c "INSERT INTO notes VALUES (1, '2019-01-01T00:00:00Z'), (2, '2999-01-01T00:00:00Z')"
+eventually_eq "the worker purges through the moved helper" 5 "2" from030 "SELECT string_agg(id::text, ',') FROM notes"
 expect_eq "after it, ttl_expire_now(NULL) is an error" "ttl_expire_now: the table is NULL" \
   "$(outcome postgres from030 "SELECT ttl_expire_now(to_regclass('evnets'))")"
 expect_eq "and ttl_expire_now() every table, paused ones skipped" "0|10" \

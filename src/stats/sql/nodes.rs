@@ -18,9 +18,9 @@ pub(super) fn add_worker_nodes(rows: &mut Vec<StatsRow>) {
     };
     let distributed = crate::read::one::<bool>(
         &format!(
-        "SELECT EXISTS (SELECT FROM {ext}.ttl_index t JOIN pg_catalog.pg_dist_partition d \
+        "SELECT EXISTS (SELECT FROM {catalog} t JOIN pg_catalog.pg_dist_partition d \
                         ON d.logicalrelid::pg_catalog.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid \
-                        WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")"
+                        WHERE d.partmethod OPERATOR(pg_catalog.=) 'h'::pg_catalog.\"char\")", catalog = ext.catalog(),
         ),
         &[],
     );

@@ -21,7 +21,7 @@ SELECT c.oid <> b.oid AS rebuilt, pg_get_indexdef(c.oid) LIKE '%''ms''%' AS read
 FROM pg_class c, before b WHERE c.relname = 'caches_ttl_idx';
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'caches'::regclass;
 -- the brake counts what the change lets expire (it was released at creation)
-SELECT brake_released FROM ttl_index WHERE table_oid = 'caches'::regclass;
+SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'caches'::regclass;
 -- the same unit again: nothing changes
 SELECT numeric_unit FROM ttl_index_alter('caches', numeric_unit => 'ms');
 SELECT ttl_expire_now('caches') AS removed;

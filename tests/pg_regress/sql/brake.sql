@@ -12,9 +12,9 @@ SELECT table_name, paused_at FROM ttl_indexes;
 
 -- not paused: resuming changes nothing (the brake stays on), and says so
 SELECT ttl_index_resume('sessions');
-SELECT paused_at, brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass;
+SELECT paused_at, brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass;
 
-UPDATE ttl_index SET paused_at = '2026-11-23 12:00:00+00',
+UPDATE jsonb_ttl_internal.ttl_index SET paused_at = '2026-11-23 12:00:00+00',
        paused_reason = 'paused by the safety brake: more than 10000 of about 20000 rows of public.sessions were expired at once (jsonb_ttl.max_table_fraction = 0.5); check expire_after and the clock, then SELECT ttl_index_resume(''public.sessions'')'
 WHERE table_oid = 'sessions'::regclass;
 SELECT table_name, paused_at FROM ttl_indexes;
@@ -23,7 +23,7 @@ SELECT table_name, skipped FROM ttl_stats;
 -- resumed: the pause is gone, and the brake is released until the worker drains the table
 SELECT ttl_index_resume('sessions');
 SELECT table_name, paused_at FROM ttl_indexes;
-SELECT paused_reason, brake_released FROM ttl_index WHERE table_oid = 'sessions'::regclass;
+SELECT paused_reason, brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'sessions'::regclass;
 
 -- only the table's owner resumes it
 CREATE ROLE brake_other;

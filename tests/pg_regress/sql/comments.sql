@@ -2,6 +2,20 @@
 -- what it is: \df+, \dv+ and \d+ show these comments. The internals (jsonb_ttl_internal) are
 -- not a user's to read.
 \pset format unaligned
+-- What \dt, \dv and \df show of the extension in its own schema: the documented surface only.
+-- The catalog table (ttl_index) and the index expressions' helpers live among the internals.
+SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' ELSE c.relkind::text END AS kind,
+       c.relname AS name
+FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relnamespace = x.extnamespace
+UNION
+SELECT 'function', p.proname
+FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e' AND p.pronamespace = x.extnamespace
+ORDER BY 1, 2;
+
 SELECT 'function ' || p.oid::regprocedure AS without_comment
 FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
 JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'

@@ -10,7 +10,7 @@ INSERT INTO logs SELECT g, jsonb_build_object('ts', now() - g * interval '1 hour
 -- The first backlog: 25 of the 48 rows are a day old or more. Creating the index is their review:
 -- the worker deletes them from its next pass on, and the safety brake lets them go.
 SELECT index_name, rows_expired, paused FROM ttl_index_create('logs', 'ts', '1 day');
-SELECT brake_released FROM ttl_index WHERE table_oid = 'logs'::regclass;
+SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'logs'::regclass;
 SELECT ttl_index_drop('logs');
 
 -- Created paused: nothing goes before ttl_index_resume().

@@ -74,7 +74,7 @@ SELECT * FROM attempt($$SELECT ttl_index_create('docs', 'ts', interval '1 day', 
 SELECT ttl_index_drop('docs');
 
 -- nothing was created by the failed calls
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;
 SELECT indexname FROM pg_indexes WHERE tablename IN ('docs', 'no_jsonb', 'two_jsonb');
 
 -- only the owner of a table manages its TTL index
@@ -91,8 +91,8 @@ FROM (VALUES
   ($$SELECT ttl_index_alter('owned', interval '2 days')$$),
   ($$SELECT ttl_index_drop('owned')$$),
   ($$SELECT ttl_expire_now('owned')$$),
-  ($$DELETE FROM ttl_index$$),
-  ($$UPDATE ttl_index SET expire_after = '0'$$)
+  ($$DELETE FROM jsonb_ttl_internal.ttl_index$$),
+  ($$UPDATE jsonb_ttl_internal.ttl_index SET expire_after = '0'$$)
 ) AS c(statement), LATERAL attempt(c.statement) AS a;
 \x off
 -- ttl_expire_now() without a table covers only the caller's own tables

@@ -24,7 +24,7 @@ SELECT id, kind FROM cache ORDER BY id;
 
 -- statements carry the filter qualified down to its operators (the catalog's filter_sql), and
 -- read through the partial index: the pick of a batch, planned as the worker plans it
-SELECT filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
+SELECT filter_sql FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'cache'::regclass;
 INSERT INTO cache SELECT g, 'session', jsonb_build_object('at', 1550165973 + g)
 FROM generate_series(10, 2000) g;
 ANALYZE cache;
@@ -32,7 +32,7 @@ SELECT format($$/* jsonb_ttl batch */ EXPLAIN (COSTS OFF)
   SELECT ctid FROM ONLY public.cache
   WHERE public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour' AND %s
   LIMIT 1000 FOR UPDATE SKIP LOCKED$$, filter_sql)
-FROM ttl_index WHERE table_oid = 'cache'::regclass \gexec
+FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'cache'::regclass \gexec
 SELECT ttl_expire_now('cache');
 
 -- the same spec again is no change; another filter is another spec
@@ -42,7 +42,7 @@ FROM ttl_index_create('cache', 'doc.at', interval '1 hour',
 SELECT ttl_index_create('cache', 'doc.at', interval '1 hour', filter => $$kind = 'session'$$);
 -- a renamed column: the filter follows it (read again from the index predicate)
 ALTER TABLE cache RENAME COLUMN kind TO category;
-SELECT filter, filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
+SELECT filter, filter_sql FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'cache'::regclass;
 INSERT INTO cache VALUES (7, 'session', '{"at": "2019-01-01T00:00:00Z"}');
 SELECT ttl_expire_now('cache');
 ALTER TABLE cache RENAME COLUMN category TO kind;
@@ -62,7 +62,7 @@ SELECT filter FROM ttl_index_create('cache', 'doc.at', interval '1 hour',
 SELECT filter FROM ttl_index_create('cache', 'doc.at', interval '1 hour',
                                     filter => 'rules.is_temporary(kind)');
 RESET search_path;
-SELECT filter, filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
+SELECT filter, filter_sql FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'cache'::regclass;
 INSERT INTO cache VALUES (6, 'tmp-upload', '{"at": "2019-01-01T00:00:00Z"}');
 -- the filter is the owner's code: the preview runs it as the owner, for a caller who may
 -- read the table and to whom row security does not apply
@@ -85,7 +85,7 @@ SET DateStyle = 'SQL, DMY';
 SELECT filter FROM ttl_index_create('cache', 'doc.at', 0,
                                     filter => $$public.ttl_timestamp(doc->'since') < '01/02/2020 00:00 UTC'$$);
 RESET DateStyle;
-SELECT filter_sql FROM ttl_index WHERE table_oid = 'cache'::regclass;
+SELECT filter_sql FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'cache'::regclass;
 SELECT ttl_index_drop('cache');
 
 -- bad filters: each refused before anything is built, with the reason and a hint

@@ -22,10 +22,10 @@ SELECT writer, writes,
 FROM writers ORDER BY writer;
 
 -- a text column is read with the same grammar (ttl_text_timestamp)
-SELECT writer, ttl_text_timestamp(writes) = ttl_timestamp(to_jsonb(writes)) AS same
+SELECT writer, jsonb_ttl_internal.ttl_text_timestamp(writes) = ttl_timestamp(to_jsonb(writes)) AS same
 FROM writers ORDER BY writer;
 
 -- what is not a date stays NULL, never an error
-SELECT s AS text, ttl_text_timestamp(s) AS read_as
+SELECT s AS text, jsonb_ttl_internal.ttl_text_timestamp(s) AS read_as
 FROM unnest(ARRAY['garbage', '2026-11-23 10:36:13+1', '2026-02-30', '1550165973', '']) s;
 DROP TABLE writers;

@@ -27,4 +27,4 @@ FROM ttl_index_create('t_5678901234567890123456789012345678901234567890123456789
 
 DROP SCHEMA "my schema" CASCADE;
 DROP TABLE victim, "Événements", t_567890123456789012345678901234567890123456789012345678901;
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;

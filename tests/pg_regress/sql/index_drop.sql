@@ -15,7 +15,7 @@ SELECT count(*) AS ttl_indexes_on_a FROM pg_indexes WHERE tablename = 'a';
 DROP TABLE b;
 DROP INDEX c_ttl_idx;
 SELECT table_name, index_name FROM ttl_indexes ORDER BY table_name::text;
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;
 
 -- dropping again is an error: there is nothing to drop
 SELECT ttl_index_drop('a');
@@ -26,4 +26,4 @@ DROP TABLE c;
 ROLLBACK;
 SELECT table_name, index_name FROM ttl_indexes ORDER BY table_name::text;
 DROP TABLE a, c;
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;

@@ -44,4 +44,4 @@ SELECT table_name, runs, skipped FROM ttl_stats WHERE table_name::text LIKE 'mea
 DROP TABLE measurements;
 DROP SERVER ttl_nowhere;
 DROP FOREIGN DATA WRAPPER ttl_no_handler;
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;

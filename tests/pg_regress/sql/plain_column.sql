@@ -56,7 +56,7 @@ SELECT id FROM plain ORDER BY id;
 ROLLBACK;
 
 -- the reference time of a number column
-SELECT ttl_unix_timestamp(1550165973, 's'), ttl_unix_timestamp(1550165973123, 'ms'),
-       ttl_unix_timestamp(-1, 's') AS negative;
+SELECT jsonb_ttl_internal.ttl_unix_timestamp(1550165973, 's'), jsonb_ttl_internal.ttl_unix_timestamp(1550165973123, 'ms'),
+       jsonb_ttl_internal.ttl_unix_timestamp(-1, 's') AS negative;
 DROP TABLE plain;
 RESET TimeZone;

@@ -32,7 +32,7 @@ ALTER TABLE archive.my_ttl_index RENAME TO my_renamed_ttl_index;
 SELECT table_name, index_name FROM ttl_indexes;
 -- and dropping it by its new name removes the entry
 DROP INDEX archive.my_renamed_ttl_index;
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;
 SELECT index_name FROM ttl_index_create('archive.renamed_events', 'ts', interval '1 hour');
 DROP SCHEMA archive CASCADE;
-SELECT count(*) AS catalog_rows FROM ttl_index;
+SELECT count(*) AS catalog_rows FROM jsonb_ttl_internal.ttl_index;

@@ -5,10 +5,10 @@
 \set SHOW_CONTEXT never
 
 -- what a TTL field means: seconds (>= 0), -1 (never), or NULL (fall back)
-SELECT v AS field, ttl_row_seconds(v) AS seconds
+SELECT v AS field, jsonb_ttl_internal.ttl_row_seconds(v) AS seconds
 FROM unnest(ARRAY['3600', '0', '1.5', '-1', '-5', '"60"', 'null', 'true', '[1]']::jsonb[]) v;
-SELECT ttl_expires_at('2026-01-01T00:00:00Z', 90) AS expires_at,
-       ttl_expires_at('2026-01-01T00:00:00Z', -1) AS never;
+SELECT jsonb_ttl_internal.ttl_expires_at('2026-01-01T00:00:00Z', 90) AS expires_at,
+       jsonb_ttl_internal.ttl_expires_at('2026-01-01T00:00:00Z', -1) AS never;
 
 CREATE TABLE items (id int, doc jsonb);
 SELECT index_name, row_ttl_path
@@ -39,12 +39,12 @@ ANALYZE items;
 /* jsonb_ttl batch */ EXPLAIN (COSTS OFF)
 SELECT ctid FROM ONLY public.items
 WHERE public.ttl_timestamp((doc OPERATOR(pg_catalog.->) 'ts'::pg_catalog.text)) < now() - interval '1 hour'
-  AND public.ttl_row_seconds((doc OPERATOR(pg_catalog.->) 'ttl'::pg_catalog.text)) IS NULL
+  AND jsonb_ttl_internal.ttl_row_seconds((doc OPERATOR(pg_catalog.->) 'ttl'::pg_catalog.text)) IS NULL
 LIMIT 1000 FOR UPDATE SKIP LOCKED;
 /* jsonb_ttl batch */ EXPLAIN (COSTS OFF)
 SELECT ctid FROM ONLY public.items
-WHERE public.ttl_expires_at(public.ttl_timestamp((doc OPERATOR(pg_catalog.->) 'ts'::pg_catalog.text)),
-                            public.ttl_row_seconds((doc OPERATOR(pg_catalog.->) 'ttl'::pg_catalog.text)))
+WHERE jsonb_ttl_internal.ttl_expires_at(public.ttl_timestamp((doc OPERATOR(pg_catalog.->) 'ts'::pg_catalog.text)),
+                            jsonb_ttl_internal.ttl_row_seconds((doc OPERATOR(pg_catalog.->) 'ttl'::pg_catalog.text)))
       < now() - interval '0'
 LIMIT 1000 FOR UPDATE SKIP LOCKED;
 SELECT ttl_expire_now('items');

@@ -27,16 +27,16 @@ SELECT role, index_oid::regclass AS index FROM jsonb_ttl_internal.index_oid ORDE
 
 -- A rename is followed by OID: she names her per-row index like Carol's…
 ALTER INDEX public.a_t_row_ttl_idx RENAME TO carol_idx;
-SELECT index_name, row_ttl_index_name FROM ttl_index;
+SELECT index_name, row_ttl_index_name FROM jsonb_ttl_internal.ttl_index;
 -- …drops it (its name is cleared: its rows wait for a new index, which build_sql names)…
 DROP INDEX public.carol_idx;
-SELECT index_name, row_ttl_index_name FROM ttl_index;
+SELECT index_name, row_ttl_index_name FROM jsonb_ttl_internal.ttl_index;
 SELECT left(s, 55) AS build_sql FROM ttl_index_create('public.a_t', 'ts', interval '1 hour', row_ttl_path => 'ttl'), unnest(build_sql) s;
 -- …moves her table next to Carol's index and drops her TTL index: Carol's index stays.
 ALTER TABLE public.a_t SET SCHEMA shared;
 DROP INDEX shared.a_t_ttl_idx;
 RESET ROLE;
-SELECT count(*) AS ttl_indexes_left FROM ttl_index;
+SELECT count(*) AS ttl_indexes_left FROM jsonb_ttl_internal.ttl_index;
 SELECT to_regclass('shared.carol_idx') AS carols_index;
 
 -- A TTL index not built yet (build => false) has no index: a look-alike of another role's,
@@ -71,7 +71,7 @@ SELECT role, index_oid::regclass AS index FROM jsonb_ttl_internal.index_oid ORDE
 SET ROLE regress_carol;
 DROP INDEX shared.c_t_ttl_idx;
 RESET ROLE;
-SELECT count(*) AS ttl_indexes_left FROM ttl_index;
+SELECT count(*) AS ttl_indexes_left FROM jsonb_ttl_internal.ttl_index;
 SELECT count(*) AS recorded_oids_left FROM jsonb_ttl_internal.index_oid;
 
 DROP SCHEMA shared CASCADE;
@@ -89,7 +89,7 @@ REINDEX INDEX CONCURRENTLY r_t_ttl_idx;
 SELECT 'r_t_ttl_idx'::regclass::oid <> :before_reindex AS a_new_oid;
 ALTER INDEX r_t_ttl_idx RENAME TO r_t_renamed_idx;
 SELECT t.index_name, o.index_oid::regclass AS recorded
-FROM ttl_index t JOIN jsonb_ttl_internal.index_oid o ON o.table_oid = t.table_oid::oid;
+FROM jsonb_ttl_internal.ttl_index t JOIN jsonb_ttl_internal.index_oid o ON o.table_oid = t.table_oid::oid;
 DROP INDEX r_t_renamed_idx;
-SELECT count(*) AS ttl_indexes_left FROM ttl_index;
+SELECT count(*) AS ttl_indexes_left FROM jsonb_ttl_internal.ttl_index;
 DROP TABLE r_t;

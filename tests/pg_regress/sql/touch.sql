@@ -64,7 +64,7 @@ SELECT ttl_index_drop('visits');
 SELECT touch FROM ttl_index_create('visits', 't', interval '1 day', touch => true);
 BEGIN;
 INSERT INTO visits (id) VALUES (4);
-SELECT ttl_text_timestamp(t) = now() AS iso_text FROM visits WHERE id = 4;
+SELECT jsonb_ttl_internal.ttl_text_timestamp(t) = now() AS iso_text FROM visits WHERE id = 4;
 COMMIT;
 
 -- a json column keeps its text as written, which a write into it would not: refused
