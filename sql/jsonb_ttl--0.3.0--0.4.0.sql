@@ -4,37 +4,9 @@
 -- pg_catalog.…), and it creates nothing in the extension's schema, where others may create.
 \echo Use "ALTER EXTENSION jsonb_ttl UPDATE" to load this file. \quit
 
--- The catalog table and the index expressions' helpers leave the user's schema for the
--- internals' (\dt and \df in the user's schema showed them beside the user's own tables and
--- functions). Each keeps its OID: the TTL indexes, touch triggers and hiding policies that call
--- the helpers, the views that read the catalog and pg_extension's configuration entry follow
--- it; the helpers stay executable by every role (whoever writes a row computes its index
--- expression). Functions that name the catalog in their text are written again below.
-ALTER TABLE jsonb_ttl_internal.ttl_index SET SCHEMA jsonb_ttl_internal;
-ALTER FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
-ALTER FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text, pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
-ALTER FUNCTION @extschema@.ttl_unix_timestamp(pg_catalog.numeric, pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
-ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.jsonb) SET SCHEMA jsonb_ttl_internal;
-ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.numeric) SET SCHEMA jsonb_ttl_internal;
-ALTER FUNCTION @extschema@.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) SET SCHEMA jsonb_ttl_internal;
-
--- (as in sql/api.sql)
-CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl pg_catalog.regclass, is_newly_created pg_catalog.bool, rows_expired pg_catalog.int8)
-RETURNS @extschema@.ttl_index_info
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
-           is_newly_created, t.time_zone, t.filter, t.touch,
-           jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
-           t.drop_partitions, t.paused_at IS NOT NULL,
-           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
-           t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
-           rows_expired
-    FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
-$$;
-
--- (as in sql/api.sql)
+-- The catalog table and the index helpers move to jsonb_ttl_internal (below). First the event
+-- trigger functions, which name the catalog in their text, as in sql/api.sql: ddl_command_end
+-- fires at each statement of the move, and PL/pgSQL resolves a table only when it runs.
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop()
 RETURNS pg_catalog.event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -89,7 +61,6 @@ BEGIN
 END
 $$;
 
--- (as in sql/api.sql)
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end()
 RETURNS pg_catalog.event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -183,6 +154,36 @@ BEGIN
                   HINT = 'Turn hide_expired off first: ttl_index_alter(tbl, hide_expired => false).';
     END IF;
 END
+$$;
+
+-- The catalog table and the index expressions' helpers leave the user's schema for the
+-- internals' (\dt and \df in the user's schema showed them beside the user's own tables and
+-- functions). Each keeps its OID: the TTL indexes, touch triggers and hiding policies that call
+-- the helpers, the views that read the catalog and pg_extension's configuration entry follow
+-- it; the helpers stay executable by every role (whoever writes a row computes its index
+-- expression). The SQL function that names the catalog follows the move (its body is checked
+-- as it is created), as in sql/api.sql.
+ALTER TABLE @extschema@.ttl_index SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_text_timestamp(pg_catalog.text, pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_unix_timestamp(pg_catalog.numeric, pg_catalog.text) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.jsonb) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.numeric) SET SCHEMA jsonb_ttl_internal;
+ALTER FUNCTION @extschema@.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) SET SCHEMA jsonb_ttl_internal;
+
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl pg_catalog.regclass, is_newly_created pg_catalog.bool, rows_expired pg_catalog.int8)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.index_name, t.table_oid, t.column_name, t.path, t.expire_after, t.numeric_unit,
+           is_newly_created, t.time_zone, t.filter, t.touch,
+           jsonb_ttl_internal._ttl_index_build_sql(t.table_oid), t.hide_expired, t.row_ttl_path,
+           t.drop_partitions, t.paused_at IS NOT NULL,
+           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
+           t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
+           rows_expired
+    FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
 -- ttl_expire_now(): no table named is '-' (no table), no longer NULL, so that a NULL named by
