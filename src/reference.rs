@@ -45,7 +45,10 @@ pub fn reference_expr(
             }
         }
         ColumnKind::Text => match time_zone {
-            None => format!("{}.ttl_text_timestamp(({column})::pg_catalog.text)", ext.helpers()),
+            None => format!(
+                "{}.ttl_text_timestamp(({column})::pg_catalog.text)",
+                ext.helpers()
+            ),
             Some(_) => format!(
                 "{}.ttl_text_timestamp(({column})::pg_catalog.text, {zone}::pg_catalog.text)",
                 ext.helpers()
