@@ -32,11 +32,23 @@ deb=$out/${pkg}_${version}_${arch}.deb
 work=$out/work-pg$major            # dpkg-shlibdeps wants debian/control and debian/PACKAGE/
 tree=$out/pgrx-pg$major            # cargo pgrx package's output, at pg_config's paths
 stage=$work/debian/$pkg
-rm -rf "$work" "$tree" "$deb"
-mkdir -p "$out"
-
-log "building $pkg $version with $PG_CONFIG"
-cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$tree"
+# DEB_REUSE_BUILD=1 (.ci/run's make test-deb, after the same commit's packages were built
+# beside make test-majors): the library cargo pgrx package built from this very commit, kept
+# with a stamp, is packaged again instead of built again (cargo would rebuild it: a cdylib's file
+# in target/ has no hash in its name, so each major's build overwrites the last one's).
+stamp=$tree.built-from
+from="$(git rev-parse HEAD 2>/dev/null || true) $PG_CONFIG"
+[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || from=""  # local changes
+if [ -n "${DEB_REUSE_BUILD:-}" ] && [ -n "$from" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$from" ]; then
+  log "reusing the library built from this commit ($tree)"
+  rm -rf "$work" "$deb"
+else
+  rm -rf "$work" "$tree" "$stamp" "$deb"
+  mkdir -p "$out"
+  log "building $pkg $version with $PG_CONFIG"
+  cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$tree"
+  [ -z "$from" ] || echo "$from" >"$stamp"
+fi
 
 # What pgrx put out, at the server's paths; anything else is a surprise to look at.
 pkglibdir=$tree$("$PG_CONFIG" --pkglibdir)
@@ -148,5 +160,5 @@ chmod 644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
 
 dpkg-deb --build --root-owner-group "$stage" "$deb" >/dev/null
 log "$(basename "$deb"): $(stat -c %s "$deb") bytes (library: $(stat -c %s "$lib/jsonb_ttl.so") stripped, $(stat -c %s "$pkglibdir/jsonb_ttl.so") as built)"
-rm -rf "$work" "$tree"
+rm -rf "$work"  # ($tree stays, for DEB_REUSE_BUILD)
 echo "$deb"
