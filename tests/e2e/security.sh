@@ -206,6 +206,11 @@ expect_eq "CREATE DATABASE … TEMPLATE DEFAULT works with the library loaded" o
   "$(outcome postgres postgres "CREATE DATABASE from_default TEMPLATE DEFAULT")"
 
 echo "-- 5. a cancel interrupts at most one batch; a sleeping trigger costs one batch"
+# the worker serving sec now: the database created just above may have had its turn of a
+# worker slot meanwhile (CI, PostgreSQL 17: sec's worker was a new one here)
+serves_sec() { [ -n "$(worker_pid)" ]; }
+wait_for "a worker serves sec" 5 serves_sec
+pid=$(worker_pid)
 for _ in 1 2 3 4 5; do q postgres -c "SELECT pg_cancel_backend($pid)" >/dev/null; sleep 0.1; done
 sleep 0.5
 expect_eq "pg_cancel_backend() leaves the worker running" "$pid" "$(worker_pid)"
