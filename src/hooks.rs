@@ -95,21 +95,13 @@ unsafe fn may_create_in_tablespace(tablespace: pg_sys::Oid) -> bool {
 
 /// Whether database `db` is marked as a template (anyone with CREATEDB may copy it).
 unsafe fn is_template(db: pg_sys::Oid) -> bool {
+    let cache = pg_sys::SysCacheIdentifier::DATABASEOID;
     unsafe {
-        let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::DATABASEOID as _,
-            pg_sys::Datum::from(db),
-        );
-        if tuple.is_null() {
-            return false;
-        }
-        let header = (*tuple).t_data;
-        let form = (header as *const u8).add((*header).t_hoff as usize)
-            as *const pg_sys::FormData_pg_database;
-        let template = (*form).datistemplate;
-        pg_sys::ReleaseSysCache(tuple);
-        template
+        crate::syscache::row(cache, db, |d: &pg_sys::FormData_pg_database| {
+            d.datistemplate
+        })
     }
+    .unwrap_or(false)
 }
 
 /// Whether PostgreSQL will let the current role run `statement` on database `db`: the checks

@@ -59,6 +59,7 @@ pub mod registry;
 pub mod row_ttl;
 pub mod spec;
 pub mod stats;
+pub mod syscache;
 pub mod table;
 pub mod throttle;
 pub mod touch;

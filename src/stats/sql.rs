@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 use std::sync::atomic::Ordering;
 
 mod nodes;
+mod view;
 use nodes::{add_worker_nodes, merge};
 
 fn timestamptz(value: i64) -> Option<TimestampWithTimeZone> {
@@ -129,19 +130,13 @@ struct Access {
 /// locking it (a statistics read takes no lock on the tables it reports); `None` when it is
 /// gone.
 fn access_of(table: pg_sys::Oid) -> Option<Access> {
+    let cache = pg_sys::SysCacheIdentifier::RELOID;
+    let (owner, row_security) = unsafe {
+        crate::syscache::row(cache, table, |c: &pg_sys::FormData_pg_class| {
+            (c.relowner, c.relrowsecurity)
+        })
+    }?;
     unsafe {
-        let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::RELOID as _,
-            pg_sys::Datum::from(table),
-        );
-        if tuple.is_null() {
-            return None;
-        }
-        let header = (*tuple).t_data;
-        let form = (header as *const u8).add((*header).t_hoff as usize)
-            as *const pg_sys::FormData_pg_class;
-        let (owner, row_security) = ((*form).relowner, (*form).relrowsecurity);
-        pg_sys::ReleaseSysCache(tuple);
         // has_table_privilege(oid, 'SELECT'); a table dropped meanwhile reads as gone
         let mut missing = false;
         let select = pg_sys::pg_class_aclcheck_ext(
@@ -244,19 +239,23 @@ fn ttl_oldest_expired(_tbl: pg_sys::Oid, target: pg_sys::Oid) -> Option<Timestam
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_undeletable(
 ) -> TableIterator<'static, (name!(table_oid, pg_sys::Oid), name!(rows_undeletable, i64))> {
+    TableIterator::new(undeletable_entries())
+}
+
+/// The tables of this database with rows set aside as undeletable, and how many.
+fn undeletable_entries() -> Vec<(pg_sys::Oid, i64)> {
     if !crate::preload::preloaded() {
-        return TableIterator::new(Vec::new());
+        return Vec::new();
     }
     let dboid = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let rows: Vec<_> = store::read(|store| {
+    store::read(|store| {
         store
             .entries()
             .iter()
             .filter(|e| e.dboid == dboid && e.rows_undeletable > 0)
             .map(|e| (pg_sys::Oid::from(e.reloid), e.rows_undeletable as i64))
             .collect()
-    });
-    TableIterator::new(rows)
+    })
 }
 
 /// Server totals, as ArangoDB reports them: passes run, rows removed, passes cut short by a
