@@ -347,7 +347,8 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
     if let Some(constraints) = deferrable_references(index.table) {
         check_references_now(&constraints);
     }
-    owner::as_table_owner(owner, &[], || {
+    // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring)
+    crate::gucs::expiring(|| owner::as_table_owner(owner, &[], || {
         Spi::connect_mut(|client| {
             let prepare = |sql: Result<String, String>| {
                 let sql = sql.unwrap_or_else(|e| error!("{e}"));
@@ -380,5 +381,5 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
             }
             removed
         })
-    })
+    }))
 }

@@ -1,6 +1,8 @@
-//! Every GUC of jsonb_ttl, in one place. All are `PGC_SIGHUP`: set them in postgresql.conf (or
-//! with ALTER SYSTEM) and apply them with `SELECT pg_reload_conf()`; the worker picks the new
-//! values up at its next wake-up, with no restart. docs/configuration.md mirrors this file.
+//! Every GUC of jsonb_ttl, in one place. The operator's are `PGC_SIGHUP`: set them in
+//! postgresql.conf (or with ALTER SYSTEM) and apply them with `SELECT pg_reload_conf()`; the
+//! worker picks the new values up at its next wake-up, with no restart (`jsonb_ttl.max_tables`
+//! at server start). One is no operator's: `jsonb_ttl.expiring`, which jsonb_ttl turns on
+//! around its own deletes for the triggers to read. docs/configuration.md mirrors this file.
 
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
@@ -111,14 +113,57 @@ pub static MAX_SLOT_WAL_KEEP_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// `max_removes_per_second` can only approximate (a row's WAL depends on its size and indexes).
 pub static MAX_WAL_RATE_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
 
+/// `jsonb_ttl.expiring`: `on` while jsonb_ttl deletes expired rows (the worker's batches and
+/// `ttl_expire_now()`), for the triggers they fire: a statement trigger with a transition table
+/// (`REFERENCING OLD TABLE AS expired`) tests `current_setting('jsonb_ttl.expiring', true)` to
+/// roll expired rows up, audit or cascade them, and leaves the application's own deletes alone.
+/// `off` everywhere else. Superuser-only (`PGC_SUSET`), and not in postgresql.conf: a table
+/// owner cannot make an ordinary DELETE pass for a TTL delete. Set by [`expiring`].
+pub static EXPIRING: GucSetting<bool> = GucSetting::<bool>::new(false);
+
+/// Runs `f` with `jsonb_ttl.expiring = on`, rolled back when `f` ends (like a function's SET
+/// clause; an error rolls it back with the (sub)transaction). Set with a superuser's context
+/// whoever calls: `ttl_expire_now()` may be the table owner's call.
+pub fn expiring<R>(f: impl FnOnce() -> R) -> R {
+    let level = unsafe { pgrx::pg_sys::NewGUCNestLevel() };
+    unsafe {
+        pgrx::pg_sys::set_config_option(
+            c"jsonb_ttl.expiring".as_ptr(),
+            c"on".as_ptr(),
+            pgrx::pg_sys::GucContext::PGC_SUSET,
+            pgrx::pg_sys::GucSource::PGC_S_SESSION,
+            pgrx::pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            pgrx::PgLogLevel::ERROR as i32,
+            false,
+        );
+    }
+    let result = f();
+    unsafe { pgrx::pg_sys::AtEOXact_GUC(false, level) };
+    result
+}
+
 /// Registers every GUC. Called from `_PG_init`, whether preloaded or loaded on first use.
 pub fn register() {
+    register_expiring();
     register_pass();
     register_batches();
     register_brake();
     register_workers();
     register_replicas();
     register_tables();
+}
+
+/// What jsonb_ttl sets around its own deletes: `jsonb_ttl.expiring`.
+fn register_expiring() {
+    GucRegistry::define_bool_guc(
+        c"jsonb_ttl.expiring",
+        c"Whether the current DELETE is jsonb_ttl's removal of expired rows (read by triggers).",
+        c"on in the worker's batches and in ttl_expire_now(), off elsewhere; only jsonb_ttl sets it.",
+        &EXPIRING,
+        GucContext::Suset,
+        GucFlags::DISALLOW_IN_FILE | GucFlags::DISALLOW_IN_AUTO_FILE,
+    );
 }
 
 /// The pass: whether the worker deletes, how often, and how many rows a pass may remove.

@@ -90,12 +90,13 @@ impl Frame {
                 .role_settings
                 .entry(owner)
                 .or_insert_with(|| owner::role_settings(owner));
-            Some(owner::as_table_owner_with(
-                owner,
-                owner_settings,
-                &settings,
-                || f(&current, expire_after),
-            ))
+            // jsonb_ttl.expiring = on for the owner's triggers, set here as the worker
+            // (superuser-only), before the owner's section
+            Some(gucs::expiring(|| {
+                owner::as_table_owner_with(owner, owner_settings, &settings, || {
+                    f(&current, expire_after)
+                })
+            }))
         })
     }
 

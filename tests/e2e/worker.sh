@@ -138,6 +138,42 @@ fi
 eventually_eq "ttl_stats counts its 10 rows" 1 10 db_b "SELECT rows_deleted FROM ttl_stats WHERE table_name = 'small'::regclass"
 q db_b -c "DROP TABLE big, small"
 
+echo "== triggers tell the worker's deletes from the application's (jsonb_ttl.expiring)"
+# a statement trigger with a transition table rolls expired rows up by day and kind, in
+# batches of at most 700 rows; the application's own delete of expired rows is not counted
+q db_b <<'SQL'
+CREATE TABLE visits (id int, doc jsonb);
+CREATE TABLE visits_daily (day date, kind text, expired bigint NOT NULL, PRIMARY KEY (day, kind));
+CREATE FUNCTION roll_up() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('jsonb_ttl.expiring', true) = 'on' THEN
+        INSERT INTO visits_daily AS d (day, kind, expired)
+        SELECT (e.doc->>'at')::timestamptz::date, e.doc->>'kind', count(*) FROM expired e GROUP BY 1, 2
+        ON CONFLICT (day, kind) DO UPDATE SET expired = d.expired + excluded.expired;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER roll_up AFTER DELETE ON visits REFERENCING OLD TABLE AS expired
+    FOR EACH STATEMENT EXECUTE FUNCTION roll_up();
+SELECT FROM ttl_index_create('visits', 'at', interval '1 hour', batch_size => 700);
+SQL
+set_guc jsonb_ttl.enabled off
+wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
+q db_b -c "INSERT INTO visits SELECT g, jsonb_build_object('at', timestamptz '2026-03-01 10:00+00' + (g % 3) * interval '1 day', 'kind', (ARRAY['login', 'click', 'logout'])[1 + g % 7 % 3]) FROM generate_series(1, 5000) g"
+q db_b -c "INSERT INTO visits SELECT g, jsonb_build_object('at', now(), 'kind', 'click') FROM generate_series(5001, 5100) g"
+expected=$(q db_b -c "SELECT string_agg(day || ' ' || kind || ' ' || n, ', ' ORDER BY day, kind) FROM (SELECT (doc->>'at')::timestamptz::date AS day, doc->>'kind' AS kind, count(*) AS n FROM visits WHERE id > 250 AND id <= 5000 GROUP BY 1, 2) s")
+q db_b -c "DELETE FROM visits WHERE id <= 250"
+set_guc jsonb_ttl.enabled on
+visits_done() { [ "$(q db_b -c "SELECT count(*) FROM visits")" = 100 ]; }
+wait_for "the worker removes the 4,750 expired rows left" 30 visits_done
+expect_eq "the rollup counts each of them once, by day and kind, and none the application deleted" "$expected" \
+  "$(q db_b -c "SELECT string_agg(day || ' ' || kind || ' ' || expired, ', ' ORDER BY day, kind) FROM visits_daily")"
+expect_eq "ttl_stats counts the same 4,750 (batches of at most 700: the trigger ran at least 7 times)" 4750 \
+  "$(q db_b -c "SELECT rows_deleted FROM ttl_stats WHERE table_name = 'visits'::regclass")"
+expect_eq "outside the worker's deletes, jsonb_ttl.expiring is off" off "$(q db_b -c "SHOW jsonb_ttl.expiring")"
+q db_b -c "DROP TABLE visits, visits_daily; DROP FUNCTION roll_up()"
+
 echo "== frequency reloads at once; enabled = off pauses deletion"
 set_guc jsonb_ttl.frequency 3600000
 wait_for "passes stop after frequency = 1 h is reloaded" 5 passes_stopped db_a
