@@ -126,6 +126,10 @@ fn parts(per_row: bool) -> &'static [Option<&'static str>] {
     }
 }
 
+/// The row of `part` of `target`, a table of `ttl`, with its statistics `s`: what `skipped`
+/// says (a foreign table, a pause, the delete window, a table set aside, in that order), and
+/// the rows that never expire where they can be counted (no `filter`; not the rows with a TTL
+/// of their own).
 fn view_row(
     ttl: &TtlIndex,
     target: &Target,

@@ -46,7 +46,7 @@ SHOW jsonb_ttl.expiring;
 INSERT INTO events
 SELECT 2000 + i, jsonb_build_object('at', '2026-03-04 08:00+00', 'kind', 'logout')
 FROM generate_series(1, 5) i;
-SELECT jsonb_ttl_internal._ttl_worker_batch('events', 1000) AS removed;
+SELECT jsonb_ttl_internal._ttl_worker_batch('events'::regclass, 1000) AS removed;
 SELECT day, kind, expired FROM events_daily WHERE kind = 'logout';
 SELECT count(*) AS left_unexpired FROM events;
 
@@ -58,3 +58,6 @@ SELECT set_config('jsonb_ttl.expiring', 'on', true);
 RESET ROLE;
 ALTER SYSTEM SET jsonb_ttl.expiring = on;
 DROP ROLE expiring_owner;
+
+DROP TABLE events, events_daily;
+DROP FUNCTION roll_up_expired();
