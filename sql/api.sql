@@ -487,9 +487,9 @@ CREATE EVENT TRIGGER jsonb_ttl_ddl_command_end ON ddl_command_end
 -- What the background worker did, one row per table it deletes from (like pg_stat_*): each TTL
 -- index of this database, or each leaf partition of a partitioned table's TTL index, and each
 -- part of a per-row TTL table. The rows are built by one Rust function (src/stats/sql/view.rs),
--- which reads the catalog once and each table from the system caches: as a join in SQL the
--- view took 21 ms at 1,000 TTL tables, and its size estimates turned JIT on. It runs as its
--- caller: the view reads as its reader.
+-- which reads the catalog, pg_class and pg_index once each and joins the statistics in memory:
+-- as a join in SQL the view took 21 ms at 1,000 TTL tables (7.5 ms now, in a warm session), and
+-- its size estimates turned JIT on. It runs as its caller: the view reads as its reader.
 CREATE VIEW ttl_stats AS
 SELECT s.table_oid::pg_catalog.regclass AS table_name, s.runs, s.rows_deleted, s.last_run_at,
        s.last_rows_deleted, s.limit_reached, s.errors, s.last_error, s.oldest_expired,

@@ -117,8 +117,9 @@ pub static MAX_WAL_RATE_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// `ttl_expire_now()`), for the triggers they fire: a statement trigger with a transition table
 /// (`REFERENCING OLD TABLE AS expired`) tests `current_setting('jsonb_ttl.expiring', true)` to
 /// roll expired rows up, audit or cascade them, and leaves the application's own deletes alone.
-/// `off` everywhere else. Superuser-only (`PGC_SUSET`), and not in postgresql.conf: a table
-/// owner cannot make an ordinary DELETE pass for a TTL delete. Set by [`expiring`].
+/// `off` everywhere else. Superuser-only (`PGC_SUSET`; ALTER SYSTEM refuses it, and it has no
+/// place in postgresql.conf): a table owner cannot make an ordinary DELETE pass for a TTL
+/// delete. Set by [`expiring`].
 pub static EXPIRING: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 /// Runs `f` with `jsonb_ttl.expiring = on`, rolled back when `f` ends (like a function's SET
@@ -159,7 +160,7 @@ fn register_expiring() {
     GucRegistry::define_bool_guc(
         c"jsonb_ttl.expiring",
         c"Whether the current DELETE is jsonb_ttl's removal of expired rows (read by triggers).",
-        c"on in the worker's batches and in ttl_expire_now(), off elsewhere; only jsonb_ttl sets it.",
+        c"on in the worker's batches and in ttl_expire_now(), off elsewhere; not for postgresql.conf.",
         &EXPIRING,
         GucContext::Suset,
         GucFlags::DISALLOW_IN_FILE | GucFlags::DISALLOW_IN_AUTO_FILE,

@@ -90,13 +90,18 @@ impl Frame {
                 .role_settings
                 .entry(owner)
                 .or_insert_with(|| owner::role_settings(owner));
-            // jsonb_ttl.expiring = on for the owner's triggers, set here as the worker
-            // (superuser-only), before the owner's section
-            Some(gucs::expiring(|| {
+            let section = || {
                 owner::as_table_owner_with(owner, owner_settings, &settings, || {
                     f(&current, expire_after)
                 })
-            }))
+            };
+            // a batch that deletes: jsonb_ttl.expiring = on for the owner's triggers, set here
+            // as the worker (superuser-only), before the owner's section; a frame that only
+            // counts (the brake, the backlog) leaves it off
+            Some(match lock {
+                true => gucs::expiring(section),
+                false => section(),
+            })
         })
     }
 

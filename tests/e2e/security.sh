@@ -211,9 +211,16 @@ echo "-- 5. a cancel interrupts at most one batch; a sleeping trigger costs one 
 serves_sec() { [ -n "$(worker_pid)" ]; }
 wait_for "a worker serves sec" 5 serves_sec
 pid=$(worker_pid)
+# A worker that gives its turn up (another database waits for a worker slot) exits with code 0,
+# which the postmaster does not log, and the next one has another pid (CI saw it on 15 and 17):
+# what a cancel must never do is make the worker exit on an error, which the postmaster logs
+# ("background worker … (PID n) exited with exit code 1").
+exited_on_error() { grep -aE "\(PID $1\) (exited|was terminated)" "$CLUSTER_DIR/server.log" || true; }
 for _ in 1 2 3 4 5; do q postgres -c "SELECT pg_cancel_backend($pid)" >/dev/null; sleep 0.1; done
 sleep 0.5
-expect_eq "pg_cancel_backend() leaves the worker running" "$pid" "$(worker_pid)"
+expect_eq "pg_cancel_backend() leaves the worker running (it never exits on an error)" "" "$(exited_on_error "$pid")"
+wait_for "and a worker serves sec" 5 serves_sec
+pid=$(worker_pid)
 q sec -c "ALTER SYSTEM SET jsonb_ttl.batch_timeout = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
 as mallory sec -v ON_ERROR_STOP=1 <<'SQL'
 CREATE TABLE e.sleepy (doc jsonb);
@@ -227,8 +234,10 @@ timed_out() { [ "$(q sec -c "SELECT errors > 0 AND last_error LIKE '%statement t
 wait_for "the sleeping batch is cancelled by jsonb_ttl.batch_timeout" 5 timed_out
 q sec -c "INSERT INTO victim SELECT g, jsonb_build_object('at', '2019-01-01') FROM generate_series(1, 10) g"
 wait_for "the other tables of the database are still purged" 6 empty victim
+pid=$(worker_pid)
 q postgres -c "SELECT pg_cancel_backend($pid)" >/dev/null
-expect_eq "the worker survived timeouts and a cancel mid-batch" "$pid" "$(worker_pid)"
+sleep 0.5
+expect_eq "the worker survived timeouts and a cancel mid-batch (no exit on an error)" "" "$(exited_on_error "$pid")"
 as mallory sec -c "DROP TABLE e.sleepy" >/dev/null
 # A trigger that refuses one row and sleeps for the others: the failed batch is retried in
 # parts, and the time limit still ends it (a cancel is no row's fault: nothing is set aside).

@@ -226,9 +226,11 @@ fn targets(
         return Vec::new();
     };
     if relkind != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char {
-        // c.reltuples - NULL is NULL, and GREATEST(0, NULL) is 0, as in the view's SQL before
+        // unknown (NULL) until the table and one of its recorded indexes have been counted
+        // (VACUUM, ANALYZE, CREATE INDEX), as for a leaf partition
         let never_expire = (reltuples >= 0.0)
-            .then(|| rows(index_rows.get(&ttl.table).map_or(0.0, |n| reltuples - n)));
+            .then(|| index_rows.get(&ttl.table).map(|n| rows(reltuples - n)))
+            .flatten();
         return vec![Target {
             relid: ttl.table,
             foreign: relkind == pg_sys::RELKIND_FOREIGN_TABLE as std::ffi::c_char,

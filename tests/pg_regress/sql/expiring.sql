@@ -50,14 +50,38 @@ SELECT jsonb_ttl_internal._ttl_worker_batch('events'::regclass, 1000) AS removed
 SELECT day, kind, expired FROM events_daily WHERE kind = 'logout';
 SELECT count(*) AS left_unexpired FROM events;
 
--- only jsonb_ttl turns it on: not a table owner, not postgresql.conf
+-- a table owner's own ttl_expire_now() is a TTL delete too, though the owner may not set it
 CREATE ROLE expiring_owner;
+GRANT SELECT, INSERT, UPDATE ON events_daily TO expiring_owner;
+ALTER TABLE events OWNER TO expiring_owner;
+INSERT INTO events
+SELECT 3000 + i, jsonb_build_object('at', '2026-03-05 08:00+00', 'kind', 'purge')
+FROM generate_series(1, 3) i;
 SET ROLE expiring_owner;
+SELECT ttl_expire_now('events') AS removed;
+SELECT day, kind, expired FROM events_daily WHERE kind = 'purge';
+SHOW jsonb_ttl.expiring;
 SET jsonb_ttl.expiring = on;
 SELECT set_config('jsonb_ttl.expiring', 'on', true);
 RESET ROLE;
 ALTER SYSTEM SET jsonb_ttl.expiring = on;
-DROP ROLE expiring_owner;
+
+-- a delete that fails leaves it off: the error rolls it back with the statement
+CREATE FUNCTION hold_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'row % is on hold', OLD.id;
+END
+$$;
+CREATE TRIGGER hold BEFORE DELETE ON events FOR EACH ROW
+    WHEN (OLD.doc->>'kind' = 'hold') EXECUTE FUNCTION hold_row();
+INSERT INTO events VALUES (4000, '{"at": "2026-03-06 08:00+00", "kind": "hold"}');
+BEGIN;
+SAVEPOINT before_purge;
+SELECT ttl_expire_now('events') AS removed;
+ROLLBACK TO SAVEPOINT before_purge;
+SHOW jsonb_ttl.expiring;
+COMMIT;
 
 DROP TABLE events, events_daily;
-DROP FUNCTION roll_up_expired();
+DROP FUNCTION roll_up_expired(), hold_row();
+DROP ROLE expiring_owner;
