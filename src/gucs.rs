@@ -126,22 +126,8 @@ pub static EXPIRING: GucSetting<bool> = GucSetting::<bool>::new(false);
 /// clause; an error rolls it back with the (sub)transaction). Set with a superuser's context
 /// whoever calls: `ttl_expire_now()` may be the table owner's call.
 pub fn expiring<R>(f: impl FnOnce() -> R) -> R {
-    let level = unsafe { pgrx::pg_sys::NewGUCNestLevel() };
-    unsafe {
-        pgrx::pg_sys::set_config_option(
-            c"jsonb_ttl.expiring".as_ptr(),
-            c"on".as_ptr(),
-            pgrx::pg_sys::GucContext::PGC_SUSET,
-            pgrx::pg_sys::GucSource::PGC_S_SESSION,
-            pgrx::pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            pgrx::PgLogLevel::ERROR as i32,
-            false,
-        );
-    }
-    let result = f();
-    unsafe { pgrx::pg_sys::AtEOXact_GUC(false, level) };
-    result
+    let context = pgrx::pg_sys::GucContext::PGC_SUSET;
+    with_settings_as(context, &[(c"jsonb_ttl.expiring", "on")], f)
 }
 
 /// Registers every GUC. Called from `_PG_init`, whether preloaded or loaded on first use.
@@ -347,12 +333,17 @@ fn register_replicas() {
 /// end of a function-like scope opened with `NewGUCNestLevel`, or else of the transaction. For
 /// the settings jsonb_ttl's own statements need (planner pins, `lock_timeout`).
 pub fn override_setting(name: &std::ffi::CStr, value: &str) {
+    save_setting(pgrx::pg_sys::GucContext::PGC_USERSET, name, value);
+}
+
+/// [`override_setting`] with the rights of `context` (`PGC_SUSET`: as a superuser would).
+fn save_setting(context: pgrx::pg_sys::GucContext::Type, name: &std::ffi::CStr, value: &str) {
     let value = std::ffi::CString::new(value).expect("no NUL in a setting");
     unsafe {
         pgrx::pg_sys::set_config_option(
             name.as_ptr(),
             value.as_ptr(),
-            pgrx::pg_sys::GucContext::PGC_USERSET,
+            context,
             pgrx::pg_sys::GucSource::PGC_S_SESSION,
             pgrx::pg_sys::GucAction::GUC_ACTION_SAVE,
             true,
@@ -365,9 +356,18 @@ pub fn override_setting(name: &std::ffi::CStr, value: &str) {
 /// Runs `f` with `settings` in force; they end with `f` (rolled back, like a function's SET
 /// clause).
 pub fn with_settings<R>(settings: &[(&std::ffi::CStr, &str)], f: impl FnOnce() -> R) -> R {
+    with_settings_as(pgrx::pg_sys::GucContext::PGC_USERSET, settings, f)
+}
+
+/// [`with_settings`] with the rights of `context`.
+fn with_settings_as<R>(
+    context: pgrx::pg_sys::GucContext::Type,
+    settings: &[(&std::ffi::CStr, &str)],
+    f: impl FnOnce() -> R,
+) -> R {
     let level = unsafe { pgrx::pg_sys::NewGUCNestLevel() };
     for (name, value) in settings {
-        override_setting(name, value);
+        save_setting(context, name, value);
     }
     let result = f();
     unsafe { pgrx::pg_sys::AtEOXact_GUC(false, level) };
