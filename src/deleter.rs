@@ -1,6 +1,11 @@
 //! Removing the expired rows of one TTL index, in batches.
 //!
-//! One batch is one statement, prepared once per table and executed as often as needed:
+//! The worker's batches take one range of the TTL index's keys each ([`range_batch_sql`]: each
+//! row read once, through the index, no document parsed again), the next starting where the
+//! one before ended. Where no range can be used, and in `ttl_expire_now`, a batch picks its rows
+//! from the head of the index instead.
+//!
+//! That batch is one statement, prepared once per table and executed as often as needed:
 //!
 //! ```sql
 //! DELETE FROM ONLY tbl
@@ -49,7 +54,7 @@ use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
 use pgrx::PgBuiltInOids;
 use std::ffi::CStr;
 
-pub use jsonb_ttl_core::purge::{Batch, Outcome, Purge};
+pub use jsonb_ttl_core::purge::{Batch, Outcome, Purge, Reached};
 
 /// The probe of a TTL index: is any row expired? (parameter: `$1 interval` expire_after). An
 /// index scan that stops at the first entry: no user code runs, no row is locked.
@@ -139,6 +144,51 @@ pub fn unlocked_batch_sql(
         table = index.qualified_table,
     ))
 }
+
+/// The worker's batch by key range (parameters: `$1 interval` expire_after, `$2 timestamptz`
+/// the range's first key, `$3 timestamptz` the key it ends before, `$4 tid[]` the rows set
+/// aside when `skip_set_aside`): the rows of one range of the TTL index, read once, through the
+/// index:
+///
+/// ```sql
+/// DELETE FROM ONLY tbl
+/// WHERE <reference> >= $2 AND <reference> < $3 AND <expired>
+///   [AND ctid <> ALL ($4)]
+/// ```
+///
+/// The three comparisons of the key are the index scan's conditions: expiry is decided on the
+/// key the index stores, and the document is not parsed again (a row updated meanwhile is tested
+/// again on its newest version, in READ COMMITTED's recheck, which evaluates the expression).
+/// The range is read from the index first ([`crate::leaf_check::range_end`]) so that it holds
+/// at most the batch's rows; the next batch starts where this one ended, past the entries of
+/// the rows it removed. As in [`unlocked_batch_sql`], no row is locked before its delete: a
+/// row another transaction holds makes it wait, within `jsonb_ttl.lock_timeout`.
+pub fn range_batch_sql(
+    ext: &Extension,
+    index: &TtlIndex,
+    skip_set_aside: bool,
+) -> Result<String, String> {
+    let reference = index.reference(ext)?;
+    let set_aside = match skip_set_aside {
+        true => " AND ctid OPERATOR(pg_catalog.<>) ALL ($4)",
+        false => "",
+    };
+    Ok(format!(
+        "{MARKER}DELETE FROM ONLY {} WHERE {reference} OPERATOR(pg_catalog.>=) $2 \
+         AND {reference} OPERATOR(pg_catalog.<) $3 AND {}{set_aside}",
+        index.qualified_table,
+        index.expired(ext, &reference)
+    ))
+}
+
+/// The parameter types of [`range_batch_sql`]: expire_after, the range's keys, the rows set
+/// aside.
+pub const RANGE_ARGS: [PgBuiltInOids; 4] = [
+    PgBuiltInOids::INTERVALOID,
+    PgBuiltInOids::TIMESTAMPTZOID,
+    PgBuiltInOids::TIMESTAMPTZOID,
+    PgBuiltInOids::TIDARRAYOID,
+];
 
 /// The first statement of a counting batch: locks the rows the batch statement will pick, and
 /// counts them (same parameters).
@@ -302,7 +352,28 @@ pub fn run_batch<'conn>(
         None => None,
     };
     let deleted = client.update(delete, None, &args())?.len() as u64;
-    Ok(Outcome { picked, deleted })
+    Ok(Outcome::picked(picked, deleted))
+}
+
+/// Runs one batch by key range, [`range_batch_sql`] prepared as `delete`, for the keys from
+/// `low` up to `high` (excluded; `None`: to the cutoff): the rows it removed.
+pub fn run_range<'conn>(
+    client: &mut SpiClient<'conn>,
+    delete: &PreparedStatement<'conn>,
+    expire_after: Interval,
+    low: i64,
+    high: Option<i64>,
+    set_aside: &[pg_sys::ItemPointerData],
+) -> SpiResult<u64> {
+    // `-infinity` and `infinity` are the ends of timestamptz, i64::MIN and i64::MAX
+    let key = |key: i64| unsafe { TimestampWithTimeZone::from_datum(key.into(), false) };
+    let args = [
+        expire_after.into(),
+        key(low).into(),
+        key(high.unwrap_or(i64::MAX)).into(),
+        set_aside.to_vec().into(),
+    ];
+    Ok(client.update(delete, None, &args)?.len() as u64)
 }
 
 /// What a batch of the worker sets on top of everything, the owner's settings included: its
@@ -364,7 +435,7 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
                 };
                 let delete = prepare(batch_sql(ext, &index, false));
                 let pick_count = prepare(pick_count_sql(ext, &index, false));
-                let mut purge = Purge::default();
+                let mut purge = Purge::from_head();
                 let mut removed: u64 = 0;
                 let mut size = batch_size;
                 while (removed as i64) < max_rows {

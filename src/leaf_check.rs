@@ -59,6 +59,46 @@ pub fn has_entry_before(table: Oid, index: Oid, cutoff: i64) -> Option<bool> {
 /// `most`; as [`has_entry_before`] otherwise. Entries of dead rows count too (the heap is not
 /// read): an upper bound of the rows the same condition finds.
 pub fn entries_before(table: Oid, index: Oid, cutoff: i64, most: i64) -> Option<i64> {
+    with_index(table, index, |heap, index| unsafe {
+        count_before(heap, index, cutoff, most)
+    })
+}
+
+/// Where a batch by key range ([`jsonb_ttl_core::purge::Batch::Range`]) that starts at a key
+/// ends, read from the TTL index: see [`range_end`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeEnd {
+    /// The index has no entry from the start key to the cutoff.
+    Empty,
+    /// The batch takes the entries up to this key, not included: at most the rows asked for.
+    Key(i64),
+    /// The batch takes every entry up to the cutoff: no more than the rows asked for.
+    Cutoff,
+    /// More entries than the rows asked for share the start key: no range can hold part of
+    /// them (the batch picks its rows instead).
+    Run,
+}
+
+/// Where a batch of at most `rows` rows that starts at the key `low` (included) ends, read from
+/// the index `index` of `table` alone, as [`entries_before`] reads it (no heap, no code of the
+/// owner's): with the entries keyed from `low` up to `cutoff` (excluded) in index order, the key
+/// of the entry after the `rows`-th one, so that the range `low ..< key` holds at most `rows`
+/// entries (entries of dead rows count too: the range may hold fewer rows). `None` when the
+/// index cannot be read so.
+pub fn range_end(table: Oid, index: Oid, low: i64, cutoff: i64, rows: i64) -> Option<RangeEnd> {
+    with_index(table, index, |heap, index| unsafe {
+        walk_range(heap, index, low, cutoff, rows)
+    })
+    .flatten()
+}
+
+/// Runs `f` on `table` and its index `index` when the index can be read here (see
+/// [`readable`]), both locked as [`has_entry_before`] says; `None` otherwise.
+fn with_index<R>(
+    table: Oid,
+    index: Oid,
+    f: impl FnOnce(pg_sys::Relation, pg_sys::Relation) -> R,
+) -> Option<R> {
     unsafe {
         if !pg_sys::ConditionalLockRelationOid(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) {
             return None;
@@ -72,7 +112,7 @@ pub fn entries_before(table: Oid, index: Oid, cutoff: i64, most: i64) -> Option<
             true => pg_sys::RelationIdGetRelation(table),
             false => std::ptr::null_mut(),
         };
-        let found = (!heap_rel.is_null()).then(|| count_before(heap_rel, index_rel, cutoff, most));
+        let found = (!heap_rel.is_null()).then(|| f(heap_rel, index_rel));
         if !heap_rel.is_null() {
             pg_sys::RelationClose(heap_rel);
         }
@@ -110,6 +150,55 @@ unsafe fn readable(index: pg_sys::Relation, table: Oid) -> bool {
         && *rel.rd_indoption == 0
 }
 
+/// A forward scan of `index` for keys `< cutoff` and, with `low`, `>= low`, its keys returned
+/// too when `keys`, started; [`pg_sys::index_endscan`] ends it.
+unsafe fn scan_before(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    low: Option<i64>,
+    cutoff: i64,
+    keys: bool,
+) -> pg_sys::IndexScanDesc {
+    let mut scan_keys: [pg_sys::ScanKeyData; 2] = std::mem::zeroed();
+    let mut n = 0;
+    if let Some(low) = low {
+        pg_sys::ScanKeyInit(
+            &mut scan_keys[n],
+            1,
+            pg_sys::BTGreaterEqualStrategyNumber as pg_sys::StrategyNumber,
+            Oid::from(pg_sys::F_TIMESTAMPTZ_GE),
+            pg_sys::Datum::from(low),
+        );
+        n += 1;
+    }
+    pg_sys::ScanKeyInit(
+        &mut scan_keys[n],
+        1,
+        pg_sys::BTLessStrategyNumber as pg_sys::StrategyNumber,
+        Oid::from(pg_sys::F_TIMESTAMPTZ_LT),
+        pg_sys::Datum::from(cutoff),
+    );
+    n += 1;
+    let snapshot = pg_sys::GetActiveSnapshot();
+    #[cfg(not(feature = "pg18"))]
+    let scan = pg_sys::index_beginscan(heap, index, snapshot, n as i32, 0);
+    #[cfg(feature = "pg18")]
+    let scan = pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), n as i32, 0);
+    // the stored keys, as an index-only scan reads them (set before the rescan, which sets up
+    // the btree's copy of them)
+    (*scan).xs_want_itup = keys;
+    pg_sys::index_rescan(scan, scan_keys.as_mut_ptr(), n as i32, std::ptr::null_mut(), 0);
+    scan
+}
+
+/// The next entry of `scan`: whether there is one.
+unsafe fn next_entry(scan: pg_sys::IndexScanDesc, seen: i64) -> bool {
+    if seen % 4096 == 4095 {
+        pg_sys::check_for_interrupts!();
+    }
+    !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null()
+}
+
 /// How many entries a forward scan of `index` for keys `< cutoff` returns, up to `most`.
 unsafe fn count_before(
     heap: pg_sys::Relation,
@@ -117,29 +206,116 @@ unsafe fn count_before(
     cutoff: i64,
     most: i64,
 ) -> i64 {
-    let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-    pg_sys::ScanKeyInit(
-        &mut key,
-        1,
-        pg_sys::BTLessStrategyNumber as pg_sys::StrategyNumber,
-        Oid::from(pg_sys::F_TIMESTAMPTZ_LT),
-        pg_sys::Datum::from(cutoff),
-    );
-    let snapshot = pg_sys::GetActiveSnapshot();
-    #[cfg(not(feature = "pg18"))]
-    let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
-    #[cfg(feature = "pg18")]
-    let scan = pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), 1, 0);
-    pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+    let scan = scan_before(heap, index, None, cutoff, false);
     let mut entries = 0;
-    while entries < most
-        && !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null()
-    {
+    while entries < most && next_entry(scan, entries) {
         entries += 1;
-        if entries % 4096 == 0 {
-            pg_sys::check_for_interrupts!();
-        }
     }
     pg_sys::index_endscan(scan);
     entries
+}
+
+/// [`range_end`] on the open relations.
+unsafe fn walk_range(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    low: i64,
+    cutoff: i64,
+    rows: i64,
+) -> Option<RangeEnd> {
+    let scan = scan_before(heap, index, Some(low), cutoff, true);
+    let mut entries = 0;
+    let mut end = None;
+    while next_entry(scan, entries) {
+        entries += 1;
+        if entries > rows {
+            // the entry after the rows asked for: its key bounds the range
+            end = Some(stored_key(scan));
+            break;
+        }
+    }
+    pg_sys::index_endscan(scan);
+    Some(match (entries, end) {
+        (0, _) => RangeEnd::Empty,
+        (_, None) => RangeEnd::Cutoff,
+        (_, Some(None)) => return None,
+        (_, Some(Some(key))) if key <= low => RangeEnd::Run,
+        (_, Some(Some(key))) => RangeEnd::Key(key),
+    })
+}
+
+/// The key of the entry `scan` returned last (a `timestamptz`, the only key of the index:
+/// see [`readable`]), or `None` if it has none stored (a null).
+unsafe fn stored_key(scan: pg_sys::IndexScanDesc) -> Option<i64> {
+    let tuple = (*scan).xs_itup;
+    if tuple.is_null() {
+        return None;
+    }
+    if (*tuple).t_info & (pg_sys::INDEX_NULL_MASK as u16) != 0 {
+        return None; // (a TTL index holds no null key: its predicate is `IS NOT NULL`)
+    }
+    let key = pg_sys::nocache_index_getattr(tuple, 1, (*scan).xs_itupdesc);
+    Some(key.value() as i64)
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use super::{range_end, RangeEnd};
+    use pgrx::pg_sys::Oid;
+    use pgrx::prelude::*;
+
+    /// A key `seconds` after 2000-01-01 00:00 UTC, as the index stores it.
+    fn key(seconds: i64) -> i64 {
+        seconds * 1_000_000
+    }
+
+    /// A table keyed 10, 20, 30, 30, 30, 40, 50 (seconds after 2000), its row keyed 20 deleted
+    /// in this transaction (its entry stays), and its index: the table's and the index's OIDs.
+    fn keyed_table(index_options: &str) -> (Oid, Oid) {
+        Spi::run(&format!(
+            "CREATE TABLE keyed (t timestamptz);
+             INSERT INTO keyed SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
+               FROM unnest(ARRAY[10, 20, 30, 30, 30, 40, 50]) s;
+             CREATE INDEX keyed_t ON keyed (t {index_options});
+             DELETE FROM keyed WHERE t = timestamptz '2000-01-01 00:00:20+00';"
+        ))
+        .expect("table made");
+        let oid = |name: &str| {
+            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
+                .expect("query runs")
+                .expect("relation exists")
+        };
+        (oid("keyed"), oid("keyed_t"))
+    }
+
+    #[pg_test]
+    fn range_ends_table() {
+        let (table, index) = keyed_table("");
+        let head = i64::MIN;
+        #[rustfmt::skip]
+        let cases: &[(&str, i64, i64, i64, RangeEnd)] = &[
+            // (what, low, cutoff, rows, the range's end)
+            ("the entry after two: the range holds 10 and 20 (dead: counted)", head, key(60), 2, RangeEnd::Key(key(30))),
+            ("the fourth entry shares its key with the third: the range stops before them", head, key(60), 3, RangeEnd::Key(key(30))),
+            ("three entries keyed 30, two asked for: a run", key(30), key(60), 2, RangeEnd::Run),
+            ("three entries keyed 30, three asked for: up to 40", key(30), key(60), 3, RangeEnd::Key(key(40))),
+            ("every entry, no more than asked: to the cutoff", head, key(60), 7, RangeEnd::Cutoff),
+            ("the cutoff before the last entries", head, key(35), 10, RangeEnd::Cutoff),
+            ("the cutoff bounds the walk: 40 is the cutoff, 50 beyond it", key(31), key(40), 1, RangeEnd::Empty),
+            ("nothing from the start key to the cutoff", key(45), key(50), 10, RangeEnd::Empty),
+            ("a start key past every entry", key(60), key(100), 1, RangeEnd::Empty),
+            ("a start key between entries", key(15), key(60), 1, RangeEnd::Key(key(30))),
+        ];
+        for &(what, low, cutoff, rows, end) in cases {
+            assert_eq!(range_end(table, index, low, cutoff, rows), Some(end), "{what}");
+        }
+    }
+
+    #[pg_test]
+    fn range_end_unreadable_index() {
+        // a descending index is not read here: the batch picks its rows instead
+        let (table, index) = keyed_table("DESC");
+        assert_eq!(range_end(table, index, i64::MIN, key(60), 2), None);
+    }
 }

@@ -10,7 +10,8 @@ use super::Worker;
 use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
-use crate::deleter::{self, Batch, Outcome};
+use crate::deleter::{self, Batch, Outcome, Reached};
+use crate::leaf_check::{self, RangeEnd};
 use crate::extension::Extension;
 use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
@@ -34,7 +35,7 @@ impl Worker {
     pub(super) fn batch(
         &mut self,
         ext: &Extension,
-        batch: Batch,
+        (batch, low): (Batch, i64),
         index: &TtlIndex,
         limit: i64,
     ) -> Result<Option<Outcome>, Failure> {
@@ -47,7 +48,7 @@ impl Worker {
             run_statements(
                 statements,
                 ext,
-                batch,
+                (batch, low),
                 current,
                 expire_after,
                 limit,
@@ -68,7 +69,7 @@ impl Worker {
                     run_statements(
                         statements,
                         ext,
-                        batch,
+                        (batch, low),
                         current,
                         expire_after,
                         limit,
@@ -116,10 +117,7 @@ impl Worker {
             let deleted = parts.deleted;
             self.undeletable
                 .add(index.table, &index.display_name, parts.undeletable);
-            Outcome {
-                picked: None,
-                deleted,
-            }
+            Outcome::picked(None, deleted)
         }))
     }
 }
@@ -127,12 +125,13 @@ impl Worker {
 /// The statements of one batch of the form `batch`, as prepared for the table's current names
 /// (prepared again if a rename changed them, or if `locked` changed: the DELETE whose pick
 /// locks its rows and skips busy ones, [`deleter::batch_sql`], rather than the one without row
-/// locks, [`deleter::unlocked_batch_sql`]), run for at most `limit` rows.
+/// locks, [`deleter::unlocked_batch_sql`]), run for at most `limit` rows. A batch by key range
+/// from `low` ([`run_range`]) runs as a plain one when its range cannot be used, or `locked`.
 #[allow(clippy::too_many_arguments)]
 fn run_statements(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
     ext: &Extension,
-    batch: Batch,
+    (batch, low): (Batch, i64),
     current: &TtlIndex,
     expire_after: pgrx::datum::Interval,
     limit: i64,
@@ -140,6 +139,17 @@ fn run_statements(
     locked: bool,
 ) -> Outcome {
     let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
+    if batch == Batch::Range && !locked {
+        let range = (low, limit);
+        if let Some(outcome) = run_range(statements, ext, current, expire_after, range, set_aside)
+        {
+            return outcome;
+        }
+    }
+    let batch = match batch {
+        Batch::Range => Batch::Plain,
+        other => other,
+    };
     let skip = !set_aside.is_empty();
     let args = &deleter::BATCH_ARGS;
     let delete = match locked {
@@ -163,6 +173,47 @@ fn run_statements(
         deleter::run_batch(client, delete, pick_count, expire_after, limit, set_aside)
     })
     .unwrap_or_else(|e| error!("delete failed: {e}"))
+}
+
+/// A batch by key range ([`deleter::range_batch_sql`]) of at most `rows` rows from the key
+/// `low`, its end read from the TTL index first ([`leaf_check::range_end`]); `None` when the
+/// range cannot be used: the index or the cutoff cannot be read here, or more than `rows`
+/// entries share the key `low` (the caller runs a plain batch).
+fn run_range(
+    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
+    ext: &Extension,
+    current: &TtlIndex,
+    expire_after: pgrx::datum::Interval,
+    (low, rows): (i64, i64),
+    set_aside: &[pg_sys::ItemPointerData],
+) -> Option<Outcome> {
+    let index_oid = current.index_oid?;
+    // (in the frame, as the owner: the time zone `now() - $1` computes in is this session's)
+    let cutoff = leaf_check::cutoff(&expire_after, || true)?;
+    let (high, reached) = match leaf_check::range_end(current.table, index_oid, low, cutoff, rows)? {
+        RangeEnd::Empty => return Some(range_outcome(0, Reached::Cutoff)),
+        RangeEnd::Run => return None,
+        RangeEnd::Key(key) => (Some(key), Reached::Key(key)),
+        RangeEnd::Cutoff => (None, Reached::Cutoff),
+    };
+    let skip = !set_aside.is_empty();
+    let sql = deleter::range_batch_sql(ext, current, skip).unwrap_or_else(|e| error!("{e}"));
+    let key = (current.target(), Batch::Range);
+    prepare_into(statements, key, &sql, &deleter::RANGE_ARGS);
+    let delete = &statements[&key].1;
+    let deleted = Spi::connect_mut(|client| {
+        deleter::run_range(client, delete, expire_after, low, high, set_aside)
+    })
+    .unwrap_or_else(|e| error!("delete failed: {e}"));
+    Some(range_outcome(deleted, reached))
+}
+
+fn range_outcome(deleted: u64, reached: Reached) -> Outcome {
+    Outcome {
+        picked: None,
+        deleted,
+        reached: Some(reached),
+    }
 }
 
 /// Runs `f` as one batch of `index` ([`Frame::run`]) in its own transaction, within
@@ -287,7 +338,7 @@ fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
                 run_statements(
                     &mut statements,
                     &ext,
-                    Batch::Plain,
+                    (Batch::Plain, i64::MIN),
                     current,
                     expire_after,
                     max_rows,
@@ -300,7 +351,7 @@ fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
                 Err(failure) if waited_on_a_row(&failure) => run_statements(
                     &mut statements,
                     &ext,
-                    Batch::Plain,
+                    (Batch::Plain, i64::MIN),
                     current,
                     expire_after,
                     max_rows,

@@ -157,7 +157,8 @@ impl Worker {
         visit: &mut Visit,
         granted: i64,
     ) -> Result<Option<Outcome>, Failure> {
-        let mut outcome = self.batch(ext, visit.purge.next(), index, granted);
+        let form = (visit.purge.next(), visit.purge.low());
+        let mut outcome = self.batch(ext, form, index, granted);
         if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
             self.statements
                 .retain(|((table, _), _), _| *table != index.table);
