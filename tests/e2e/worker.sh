@@ -179,6 +179,42 @@ expect_eq "in batches of at most 700: the trigger ran once a batch, at least 7 t
 expect_eq "outside the worker's deletes, jsonb_ttl.expiring is off" off "$(q db_b -c "SHOW jsonb_ttl.expiring")"
 q db_b -c "DROP TABLE visits, visits_daily, roll_up_calls; DROP FUNCTION roll_up()"
 
+echo "== batches by key range read each row once: the worker does not parse a document again"
+# 5,000 expired rows, each a second apart, in batches of at most 700: a batch that picked its
+# rows and tested expiry again in its DELETE would compute each row's reference time
+# (ttl_timestamp, counted with track_functions = all) once more; a batch by key range decides
+# expiry on the keys the index stores. The application's 100 fresh rows stay.
+q db_b <<'SQL'
+CREATE TABLE ranged (id int, doc jsonb);
+SELECT FROM ttl_index_create('ranged', 'at', interval '1 hour', batch_size => 700);
+SQL
+set_guc jsonb_ttl.enabled off
+wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
+set_guc track_functions all
+q db_b -c "INSERT INTO ranged SELECT g, jsonb_build_object('at', timestamptz '2026-03-01 10:00+00' + g * interval '1 second') FROM generate_series(1, 5000) g"
+q db_b -c "INSERT INTO ranged SELECT g, jsonb_build_object('at', now()) FROM generate_series(5001, 5100) g"
+reference_calls() {
+  q db_b -c "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'ttl_timestamp'"
+}
+table_deletes() { q db_b -c "SELECT n_tup_del FROM pg_stat_user_tables WHERE relid = 'ranged'::regclass"; }
+# (each psql session flushes its statistics as it ends: the inserts' calls are in)
+calls_before=$(reference_calls)
+set_guc jsonb_ttl.enabled on
+ranged_done() { [ "$(q db_b -c "SELECT count(*) FROM ranged")" = 100 ]; }
+wait_for "the worker removes the 5,000 expired rows, the 100 fresh ones stay" 30 ranged_done
+# the worker flushes its function calls with its table counts, at most once a second
+ranged_counted() { [ "$(table_deletes)" = 5000 ]; }
+wait_for "the worker's statistics of the 5,000 deletes are flushed" 10 ranged_counted
+calls=$(( $(reference_calls) - calls_before ))
+if [ "$calls" -lt 500 ]; then
+  pass "the reference time computed $calls times for 5,000 deleted rows (a batch that tests expiry again: 5,000 or more)"
+else
+  fail "the reference time computed $calls times for 5,000 deleted rows: documents parsed again"
+fi
+eventually_eq "ttl_stats counts the 5,000" 2 5000 db_b "SELECT rows_deleted FROM ttl_stats WHERE table_name = 'ranged'::regclass"
+set_guc track_functions none
+q db_b -c "DROP TABLE ranged"
+
 echo "== frequency reloads at once; enabled = off pauses deletion"
 set_guc jsonb_ttl.frequency 3600000
 wait_for "passes stop after frequency = 1 h is reloaded" 5 passes_stopped db_a
