@@ -523,6 +523,7 @@ REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_track_indexes(oid) FROM PUBLI
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_citus_receive(jsonb) FROM PUBLIC;
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_batch(oid, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_range_batch(oid, bigint, timestamptz) FROM PUBLIC;
 
 -- Tell the launcher (when preloaded) that this database now wants a worker.
 SELECT jsonb_ttl_internal._ttl_wake_launcher();

@@ -443,3 +443,16 @@ COMMENT ON FUNCTION @extschema@.ttl_index_alter(pg_catalog.regclass, pg_catalog.
                                                 pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool,
                                                 pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
   'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
+
+-- One batch by key range of the worker's (0.4.0's batches), run in the caller's transaction:
+-- for tests (tests/isolation), as _ttl_worker_batch.
+CREATE FUNCTION jsonb_ttl_internal."_ttl_worker_range_batch"(
+	"tbl" oid, /* pg_sys :: Oid */
+	"max_rows" bigint, /* i64 */
+	"low" timestamp with time zone /* TimestampWithTimeZone */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_worker_range_batch_wrapper';
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_range_batch(oid, bigint, timestamptz) FROM PUBLIC;

@@ -1,8 +1,7 @@
 //! The frame every batch of the worker runs in, and its statements: its own transaction,
 //! within `jsonb_ttl.batch_timeout` and the deadline owner code cannot catch; the table locked,
 //! its current names and owner read, then the batch as that owner; statements prepared once and
-//! kept across passes; a failed batch split into parts. Also `_ttl_worker_batch`, one batch
-//! for the isolation tests.
+//! kept across passes; a failed batch split into parts.
 
 use super::frame::Frame;
 use super::statements::{prepare_into, Prepared};
@@ -128,7 +127,7 @@ impl Worker {
 /// locks, [`deleter::unlocked_batch_sql`]), run for at most `limit` rows. A batch by key range
 /// from `low` ([`run_range`]) runs as a plain one when its range cannot be used, or `locked`.
 #[allow(clippy::too_many_arguments)]
-fn run_statements(
+pub(super) fn run_statements(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
     ext: &Extension,
     (batch, low): (Batch, i64),
@@ -301,99 +300,9 @@ fn in_frame<R>(
 
 /// Whether a batch without row locks failed waiting for a lock: a row another transaction
 /// holds, past `jsonb_ttl.lock_timeout`, or a deadlock with that transaction.
-fn waited_on_a_row(failure: &Failure) -> bool {
+pub(super) fn waited_on_a_row(failure: &Failure) -> bool {
     matches!(
         failure.code,
         PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE | PgSqlErrorCode::ERRCODE_T_R_DEADLOCK_DETECTED
     )
-}
-
-/// Runs exactly one plain batch of the worker on `tbl` (a table with a TTL index, or one of its
-/// partitions) for at most `max_rows` rows, in the caller's transaction, and returns the rows
-/// it removed: the worker's own steps ([`Frame::run`]) and statements, without the worker's
-/// transaction and time limit around them; like a batch, it makes the transaction's
-/// deferrable checks immediate (`SET CONSTRAINTS ALL IMMEDIATE`); its DELETE without row locks
-/// runs in a subtransaction, and when it waits out `jsonb_ttl.lock_timeout` on a busy row, the
-/// batch runs again with the pick that skips busy rows, as [`Worker::batch`] does. For tests
-/// that need to stop a batch halfway (tests/isolation), which no background worker lets them
-/// do. Superusers only (EXECUTE is revoked from PUBLIC), and only on tables whose owner's
-/// privileges the caller has.
-#[pg_extern(
-    volatile,
-    parallel_unsafe,
-    name = "_ttl_worker_batch",
-    schema = "jsonb_ttl_internal"
-)]
-#[search_path(pg_catalog, pg_temp)]
-fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
-    let ext = Extension::current();
-    let index = worker_batch_target(&ext, tbl);
-    let mut frame = Frame::default();
-    frame.begin_pass(&ext);
-    let mut statements = HashMap::new();
-    frame
-        .run(&index, true, |current, expire_after| {
-            // as Worker::batch does, in a subtransaction of the caller's transaction
-            let first = crate::txn::in_subtransaction(|| {
-                run_statements(
-                    &mut statements,
-                    &ext,
-                    (Batch::Plain, i64::MIN),
-                    current,
-                    expire_after,
-                    max_rows,
-                    &[],
-                    false,
-                )
-            });
-            match first {
-                Ok(outcome) => outcome,
-                Err(failure) if waited_on_a_row(&failure) => run_statements(
-                    &mut statements,
-                    &ext,
-                    (Batch::Plain, i64::MIN),
-                    current,
-                    expire_after,
-                    max_rows,
-                    &[],
-                    true,
-                ),
-                Err(failure) => {
-                    pg_sys::panic::ErrorReport::new(failure.code, failure.message, "jsonb_ttl")
-                        .report(PgLogLevel::ERROR);
-                    unreachable!()
-                }
-            }
-        })
-        .map_or(0, |outcome| outcome.deleted as i64)
-}
-
-/// The target of `_ttl_worker_batch(tbl)`: `tbl`'s TTL index, if `tbl` has one, is no foreign
-/// table and the caller has its owner's privileges; else an error.
-fn worker_batch_target(ext: &Extension, tbl: Oid) -> TtlIndex {
-    let index = catalog::load(ext, None, catalog::Scope::Targets)
-        .into_iter()
-        .find(|index| index.table == tbl)
-        .unwrap_or_else(|| {
-            crate::error::raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("relation {} has no TTL index", tbl.to_u32()),
-                "Pass a table with a TTL index, or one of its partitions.",
-            )
-        });
-    if index.foreign {
-        crate::error::raise(
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{} is a foreign table", index.display_name),
-            "The worker never deletes through a foreign data wrapper.",
-        );
-    }
-    if !owner::has_privileges_of(index.owner) {
-        crate::error::raise(
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "must be the owner of the table to run a batch on it",
-            "A batch runs as the table's owner.",
-        );
-    }
-    index
 }

@@ -14,6 +14,7 @@
 
 mod batch;
 mod frame;
+mod one_batch;
 mod pass;
 mod probe;
 mod rate;
