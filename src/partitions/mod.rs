@@ -5,7 +5,9 @@
 //! A partition whose upper bound plus `expire_after` has passed holds only expired rows (its
 //! rows' reference times are below the bound, and a NULL one goes to the default partition), so
 //! the worker drops it (or detaches it, to archive it) instead of deleting its rows one by one.
-//! Row deletes go on for the other partitions. The default partition, and one bounded by
+//! A partition that expires whole before the next pass (its bound plus `expire_after` within
+//! one `jsonb_ttl.frequency`) is left whole for that pass to drop, rather than emptied row by
+//! row now. Row deletes go on for the other partitions. The default partition, and one bounded by
 //! MAXVALUE, are never dropped. A filter or a per-row TTL field would keep some rows of an
 //! expired partition alive, so neither goes with this option.
 //!
@@ -81,13 +83,22 @@ pub struct Expired {
     pub qualified: String,
     /// About how many rows it holds (the planner's estimate).
     pub rows: f64,
+    /// Its upper bound is at or before `now() - expire_after` (else it expires whole soon).
+    pub expired: bool,
 }
 
 /// The direct partitions of `root` whose upper bound is at or before `now() - expire_after`,
-/// oldest first; and about how many rows the whole table has (its leaves', see
-/// [`leaf_rows`]). Reads catalogs only.
-pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64) {
-    (list(index, None), leaf_rows(index.root))
+/// oldest first; about how many rows the whole table has (its leaves', see [`leaf_rows`]); and
+/// the partitions that expire whole before the next pass, one `jsonb_ttl.frequency` from now
+/// (see [`Visited::left_whole`]). Reads catalogs only.
+pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64, Vec<Oid>) {
+    let frequency = pgrx::datum::Interval::from_micros(crate::gucs::FREQUENCY_MS.get() as i64 * 1000);
+    let (expired, soon): (Vec<Expired>, Vec<Expired>) = list_partitions(index, None, frequency)
+        .into_iter()
+        .partition(|partition| partition.expired);
+    let expired = with_rows(expired);
+    let soon = soon.into_iter().map(|partition| partition.oid).collect();
+    (expired, leaf_rows(index.root), soon)
 }
 
 /// About how many rows the partitioned table `root` has: the sum of its leaves' as
@@ -126,21 +137,30 @@ fn leaf_size(leaf: Oid) -> f64 {
 /// The expired direct partitions of `index`'s table, or only `only` if it still is one, each
 /// with about how many rows it holds ([`leaf_rows`]).
 fn list(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
-    let mut expired = list_partitions(index, only);
-    for partition in &mut expired {
-        partition.rows = leaf_rows(partition.oid);
-    }
-    expired
+    let now = pgrx::datum::Interval::from_micros(0);
+    with_rows(list_partitions(index, only, now))
 }
 
-/// [`list`], without the rows.
-fn list_partitions(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
+/// `partitions`, each with about how many rows it holds ([`leaf_rows`]).
+fn with_rows(mut partitions: Vec<Expired>) -> Vec<Expired> {
+    for partition in &mut partitions {
+        partition.rows = leaf_rows(partition.oid);
+    }
+    partitions
+}
+
+/// The direct partitions of `index`'s table (or only `only` if it still is one) whose upper
+/// bound is at or before `now() - expire_after + ahead`, without their rows: expired, or
+/// (`ahead` > 0) expiring whole within `ahead` (not [`Expired::expired`]).
+fn list_partitions(index: &TtlIndex, only: Option<Oid>, ahead: pgrx::datum::Interval) -> Vec<Expired> {
     Spi::connect(|client| {
         client
             .select(
                 "SELECT c.oid, pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
                           OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) \
-                          pg_catalog.quote_ident(c.relname::pg_catalog.text) \
+                          pg_catalog.quote_ident(c.relname::pg_catalog.text), \
+                        b.upper OPERATOR(pg_catalog.<=) \
+                          (pg_catalog.now() OPERATOR(pg_catalog.-) $2::pg_catalog.interval) \
                  FROM pg_catalog.pg_inherits i \
                  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid \
                  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -149,17 +169,24 @@ fn list_partitions(index: &TtlIndex, only: Option<Oid>) -> Vec<Expired> {
                      ' TO \\(''([^'']*)''\\)$'::pg_catalog.text)::pg_catalog.timestamptz AS upper) b \
                  WHERE i.inhparent OPERATOR(pg_catalog.=) $1 AND c.relispartition \
                    AND b.upper OPERATOR(pg_catalog.<=) \
-                       (pg_catalog.now() OPERATOR(pg_catalog.-) $2::pg_catalog.interval) \
+                       (pg_catalog.now() OPERATOR(pg_catalog.-) $2::pg_catalog.interval \
+                        OPERATOR(pg_catalog.+) $4::pg_catalog.interval) \
                    AND ($3 IS NULL OR c.oid OPERATOR(pg_catalog.=) $3) \
                  ORDER BY b.upper",
                 None,
-                &[index.root.into(), index.expire_after.into(), only.into()],
+                &[
+                    index.root.into(),
+                    index.expire_after.into(),
+                    only.into(),
+                    ahead.into(),
+                ],
             )
             .map(|rows| {
                 rows.map(|row| Expired {
                     oid: row.get::<Oid>(1).ok().flatten().unwrap_or_default(),
                     qualified: row.get::<String>(2).ok().flatten().unwrap_or_default(),
                     rows: 0.0,
+                    expired: row.get::<bool>(3).ok().flatten().unwrap_or(false),
                 })
                 .collect::<Vec<_>>()
             })
@@ -229,9 +256,12 @@ pub struct Visited {
     pub rows: f64,
     /// The brake paused the TTL index instead.
     pub paused: bool,
-    /// Expired partitions whose locks others held: left whole, rows and all, for the next pass
-    /// (a partition to detach for archiving must not be emptied row by row meanwhile).
-    pub busy: Vec<Oid>,
+    /// Partitions left whole, rows and all, for the next pass: expired ones whose locks others
+    /// held (a partition to detach for archiving must not be emptied row by row meanwhile), and
+    /// those that expire whole before the next pass (one `jsonb_ttl.frequency` from now), whose
+    /// rows the drop removes then at a fraction of the cost of deleting them one by one now
+    /// (their expired rows wait at most that long).
+    pub left_whole: Vec<Oid>,
 }
 
 /// Drops (or detaches) the expired partitions of the TTL index `index` (any target of it), each
@@ -239,9 +269,10 @@ pub struct Visited {
 /// left for the next pass. The brake is checked first, on the estimated rows.
 pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
     let mut visited = Visited::default();
-    let Some((expired, total, root)) = list_expired(index) else {
+    let Some((expired, total, root, soon)) = list_expired(index) else {
         return visited;
     };
+    visited.left_whole = soon;
     if expired.is_empty() {
         return visited;
     }
@@ -255,7 +286,7 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
         }
         return visited;
     }
-    let gone = drop_all(index, mode, &root, &expired, &mut visited.busy);
+    let gone = drop_all(index, mode, &root, &expired, &mut visited.left_whole);
     for partition in gone {
         log!(
             "jsonb_ttl: {} partition {} of {root}: about {:.0} expired rows",
@@ -272,11 +303,12 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
     visited
 }
 
-/// The expired partitions of `index`'s table, about how many rows the table has, and its
-/// qualified name; `None` when they cannot be listed (logged) or the table is gone.
-fn list_expired(index: &TtlIndex) -> Option<(Vec<Expired>, f64, String)> {
+/// The expired partitions of `index`'s table, about how many rows the table has, its
+/// qualified name, and the partitions that expire whole before the next pass; `None` when they
+/// cannot be listed (logged) or the table is gone.
+fn list_expired(index: &TtlIndex) -> Option<(Vec<Expired>, f64, String, Vec<Oid>)> {
     let listed = crate::txn::in_transaction(|| {
-        let (expired, total) = expired(index);
+        let (expired, total, soon) = expired(index);
         let root = crate::read::one_checked::<String>(
             "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' \
                     OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) \
@@ -287,10 +319,10 @@ fn list_expired(index: &TtlIndex) -> Option<(Vec<Expired>, f64, String)> {
         )
         .ok()
         .flatten();
-        (expired, total, root)
+        (expired, total, root, soon)
     });
     match listed {
-        Ok((expired, total, Some(root))) => Some((expired, total, root)),
+        Ok((expired, total, Some(root), soon)) => Some((expired, total, root, soon)),
         Ok(_) => None,
         Err(e) => {
             log!(

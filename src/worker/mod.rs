@@ -59,7 +59,7 @@ struct Worker {
     /// Where the next pass starts, so no table is always first.
     next_start: usize,
     /// The batch size each table reached (see [`jsonb_ttl_core::batch_size`]), where its next
-    /// visit starts.
+    /// visit starts; a Citus shard's under its distributed table, shared by the node's shards.
     batch_rows: HashMap<Oid, i64>,
     /// Whether the last pass was skipped because pg_restore is connected (logged once).
     waiting_for_restore: bool,

@@ -81,7 +81,8 @@ impl Worker {
         self.statements
             .retain(|((table, _), _), _| tables.contains(table));
         self.probes.retain(|(table, _), _| tables.contains(table));
-        self.batch_rows.retain(|table, _| tables.contains(table));
+        let sized: HashSet<Oid> = indexes.iter().map(|i| i.stats_table()).collect();
+        self.batch_rows.retain(|table, _| sized.contains(table));
         self.brake_checked
             .retain(|(table, _), _| tables.contains(table));
         self.brake_checked_roots.clear();
@@ -186,7 +187,7 @@ impl Worker {
                 self.paused_roots.insert(index.root);
             }
             stats::record_dropped(visited.rows as u64);
-            forget_dropped(&mut indexes, index.root, &visited.busy, &visited.gone);
+            forget_dropped(&mut indexes, index.root, &visited.left_whole, &visited.gone);
         }
         indexes
     }
@@ -208,10 +209,11 @@ fn missing_index(index: &TtlIndex) -> String {
 }
 
 /// After the expired partitions of TTL index `root` were visited: drops from `indexes` the
-/// targets under the partitions that were `busy` and those that are `gone`.
+/// targets under the partitions left whole for a later pass (`busy`, see
+/// [`partitions::Visited::left_whole`]) and those that are `gone`.
 fn forget_dropped(indexes: &mut Vec<TtlIndex>, root: Oid, busy: &[Oid], gone: &[Oid]) {
-    // the expired partitions that were busy go whole at a later pass: no row of theirs
-    // is deleted meanwhile
+    // the expired partitions that were busy, and those expiring whole by the next pass, go
+    // whole at a later pass: no row of theirs is deleted meanwhile
     if !busy.is_empty() {
         indexes.retain(|target| {
             target.root != root

@@ -102,7 +102,10 @@ impl Worker {
                 return report(index, 0, Limit::None, Some(e), None, Ended::default())
             }
         }
-        let mut visit = Visit::start(index, self.batch_rows.get(&index.table).copied());
+        // (a Citus shard starts where its node's shards of the same table left the size: no
+        // ramp-up from the first batch size in each shard)
+        let last_rows = self.batch_rows.get(&index.stats_table()).copied();
+        let mut visit = Visit::start(index, last_rows);
         while self.next_batch(ext, index, &mut visit) {}
         self.end_visit(ext, index, visit)
     }
@@ -199,7 +202,7 @@ impl Worker {
                 visit.removed += n;
                 let took = batch_started.elapsed();
                 visit.rows = batch_size::next(granted, n, took, visit.target, visit.max_rows);
-                self.batch_rows.insert(index.table, visit.rows);
+                self.batch_rows.insert(index.stats_table(), visit.rows);
                 if visit.rate > 0 {
                     // the next batch of this table is due once these rows' share of a second
                     // at the rate has passed: in this visit if soon, else at a later one
@@ -214,7 +217,7 @@ impl Worker {
                 budget::give_back(granted);
                 visit.error = Some(e.message);
                 let smaller = batch_size::after_failure(granted, visit.target, visit.max_rows);
-                self.batch_rows.insert(index.table, smaller);
+                self.batch_rows.insert(index.stats_table(), smaller);
                 false
             }
         }

@@ -104,4 +104,31 @@ expect_eq "nothing was dropped, and ttl_stats says why" "t t" \
   "$(q parts -c "SELECT to_regclass('audit_old') IS NOT NULL") $(q parts -c "SELECT bool_and(skipped LIKE 'paused by the safety brake: 1 expired partitions of public.audit hold about 15000 of about 20000 rows%') FROM ttl_stats WHERE ttl_table = 'audit'::regclass")"
 q parts -c "SET ROLE tenant" -c "SELECT ttl_index_resume('audit')" >/dev/null
 eventually_eq "after ttl_index_resume() it goes" 5 f parts "SELECT to_regclass('audit_old') IS NOT NULL"
+
+echo "a partition that expires whole before the next pass is left for the drop"
+# frequency 5 s; feed_soon's upper bound expires 4 s after its rows are written: whichever pass
+# comes first, its 100 expired rows go with the partition, none deleted one by one (a trigger
+# on it counts the deletes); feed_rest keeps its rows
+q postgres -c "ALTER SYSTEM SET jsonb_ttl.frequency = 5000" -c "SELECT pg_reload_conf()" >/dev/null
+q parts <<'SQL'
+SET ROLE tenant;
+CREATE TABLE feed (created_at timestamptz NOT NULL) PARTITION BY RANGE (created_at);
+CREATE TABLE feed_deletes (n int);
+CREATE FUNCTION count_delete() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO feed_deletes VALUES (1); RETURN OLD; END $$;
+DO $$ BEGIN
+  EXECUTE format('CREATE TABLE feed_soon PARTITION OF feed FOR VALUES FROM (%L) TO (%L)',
+                 now() - interval '1 day 1 hour', now() - interval '1 day' + interval '4 seconds');
+  EXECUTE format('CREATE TABLE feed_rest PARTITION OF feed FOR VALUES FROM (%L) TO (%L)',
+                 now() - interval '1 day' + interval '4 seconds', now() + interval '1 day');
+END $$;
+CREATE TRIGGER count_delete AFTER DELETE ON feed_soon FOR EACH ROW EXECUTE FUNCTION count_delete();
+INSERT INTO feed SELECT now() - interval '1 day 30 minutes' FROM generate_series(1, 100);
+INSERT INTO feed SELECT now() FROM generate_series(1, 100);
+SELECT FROM ttl_index_create('feed', 'created_at', interval '1 day', drop_partitions => 'drop');
+SQL
+eventually_eq "the partition is dropped once it has expired whole" 15 f parts "SELECT to_regclass('feed_soon') IS NOT NULL"
+expect_eq "none of its rows was deleted one by one before" 0 "$(q parts -c "SELECT count(*) FROM feed_deletes")"
+expect_eq "the other partition keeps its rows" 100 "$(q parts -c "SELECT count(*) FROM feed")"
+q postgres -c "ALTER SYSTEM RESET jsonb_ttl.frequency" -c "SELECT pg_reload_conf()" >/dev/null
 finish
