@@ -44,13 +44,13 @@
 
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
+use crate::generic_plan::GenericPlan;
 use crate::owner;
 use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
 use pgrx::datum::Interval;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::spi::{PreparedStatement, SpiClient, SpiResult};
 use pgrx::PgBuiltInOids;
 use std::ffi::CStr;
 
@@ -330,50 +330,55 @@ pub fn check_references_now(constraints: &str) {
 }
 
 /// Runs one batch for at most `limit` rows: the batch statement `delete`, after `pick_count`
-/// for a counting batch (both prepared from the functions above).
-pub fn run_batch<'conn>(
-    client: &mut SpiClient<'conn>,
-    delete: &PreparedStatement<'conn>,
-    pick_count: Option<&PreparedStatement<'conn>>,
+/// for a counting batch (both prepared from the functions above); in an SPI connection.
+pub fn run_batch(
+    delete: &GenericPlan,
+    pick_count: Option<&GenericPlan>,
     expire_after: Interval,
     limit: i64,
     set_aside: &[pg_sys::ItemPointerData],
-) -> SpiResult<Outcome> {
-    let args = || [expire_after.into(), limit.into(), set_aside.to_vec().into()];
+) -> Result<Outcome, String> {
+    let args = || {
+        [
+            expire_after.into_datum(),
+            limit.into_datum(),
+            set_aside.to_vec().into_datum(),
+        ]
+    };
     let picked = match pick_count {
-        // FOR UPDATE: not a read-only statement
+        // (a count: an int8, passed by value)
         Some(statement) => Some(
-            client
-                .update(statement, None, &args())?
-                .first()
-                .get::<i64>(1)?
-                .unwrap_or(0) as u64,
+            statement
+                .execute(&args())?
+                .1
+                .map_or(0, |n| n.value() as u64),
         ),
         None => None,
     };
-    let deleted = client.update(delete, None, &args())?.len() as u64;
+    let (deleted, _) = delete.execute(&args())?;
     Ok(Outcome::picked(picked, deleted))
 }
 
 /// Runs one batch by key range, [`range_batch_sql`] prepared as `delete`, for the keys from
-/// `low` up to `high` (excluded; `None`: to the cutoff): the rows it removed.
-pub fn run_range<'conn>(
-    client: &mut SpiClient<'conn>,
-    delete: &PreparedStatement<'conn>,
+/// `low` up to `high` (excluded; `None`: to the cutoff): the rows it removed; in an SPI
+/// connection.
+pub fn run_range(
+    delete: &GenericPlan,
     expire_after: Interval,
     low: i64,
     high: Option<i64>,
     set_aside: &[pg_sys::ItemPointerData],
-) -> SpiResult<u64> {
-    // `-infinity` and `infinity` are the ends of timestamptz, i64::MIN and i64::MAX
-    let key = |key: i64| unsafe { TimestampWithTimeZone::from_datum(key.into(), false) };
+) -> Result<u64, String> {
+    // `-infinity` and `infinity` are the ends of timestamptz, i64::MIN and i64::MAX: a
+    // timestamptz datum is its microseconds, by value
+    let key = |key: i64| Some(pg_sys::Datum::from(key));
     let args = [
-        expire_after.into(),
-        key(low).into(),
-        key(high.unwrap_or(i64::MAX)).into(),
-        set_aside.to_vec().into(),
+        expire_after.into_datum(),
+        key(low),
+        key(high.unwrap_or(i64::MAX)),
+        set_aside.to_vec().into_datum(),
     ];
-    Ok(client.update(delete, None, &args)?.len() as u64)
+    Ok(delete.execute(&args)?.0)
 }
 
 /// What a batch of the worker sets on top of everything, the owner's settings included: its
@@ -421,17 +426,15 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
     // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring)
     crate::gucs::expiring(|| {
         owner::as_table_owner(owner, &[], || {
-            Spi::connect_mut(|client| {
+            Spi::connect_mut(|_| {
                 let prepare = |sql: Result<String, String>| {
                     let sql = sql.unwrap_or_else(|e| error!("{e}"));
-                    client
-                        .prepare_mut(&sql, &BATCH_ARGS.map(|t| t.oid()))
-                        .unwrap_or_else(|e| {
-                            error!(
-                                "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                                index.display_name
-                            )
-                        })
+                    GenericPlan::prepare(&sql, &BATCH_ARGS.map(|t| t.value())).unwrap_or_else(|e| {
+                        error!(
+                            "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                            index.display_name
+                        )
+                    })
                 };
                 let delete = prepare(batch_sql(ext, &index, false));
                 let pick_count = prepare(pick_count_sql(ext, &index, false));
@@ -441,11 +444,10 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
                 while (removed as i64) < max_rows {
                     let limit = size.min(max_rows - removed as i64);
                     let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
-                    let outcome =
-                        run_batch(client, &delete, counting, index.expire_after, limit, &[])
-                            .unwrap_or_else(|e| {
-                                error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
-                            });
+                    let outcome = run_batch(&delete, counting, index.expire_after, limit, &[])
+                        .unwrap_or_else(|e| {
+                            error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+                        });
                     removed += outcome.deleted;
                     if !purge.go_on(limit, outcome) {
                         break;

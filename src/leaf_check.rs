@@ -187,7 +187,13 @@ unsafe fn scan_before(
     // the stored keys, as an index-only scan reads them (set before the rescan, which sets up
     // the btree's copy of them)
     (*scan).xs_want_itup = keys;
-    pg_sys::index_rescan(scan, scan_keys.as_mut_ptr(), n as i32, std::ptr::null_mut(), 0);
+    pg_sys::index_rescan(
+        scan,
+        scan_keys.as_mut_ptr(),
+        n as i32,
+        std::ptr::null_mut(),
+        0,
+    );
     scan
 }
 
@@ -308,7 +314,11 @@ mod tests {
             ("a start key between entries", key(15), key(60), 1, RangeEnd::Key(key(30))),
         ];
         for &(what, low, cutoff, rows, end) in cases {
-            assert_eq!(range_end(table, index, low, cutoff, rows), Some(end), "{what}");
+            assert_eq!(
+                range_end(table, index, low, cutoff, rows),
+                Some(end),
+                "{what}"
+            );
         }
     }
 

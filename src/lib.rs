@@ -41,6 +41,7 @@ pub mod expire_now;
 pub mod extension;
 pub mod filter;
 pub mod functions;
+pub mod generic_plan;
 pub mod gucs;
 pub mod hide;
 pub mod hooks;

@@ -92,7 +92,8 @@ pub struct Expired {
 /// the partitions that expire whole before the next pass, one `jsonb_ttl.frequency` from now
 /// (see [`Visited::left_whole`]). Reads catalogs only.
 pub fn expired(index: &TtlIndex) -> (Vec<Expired>, f64, Vec<Oid>) {
-    let frequency = pgrx::datum::Interval::from_micros(crate::gucs::FREQUENCY_MS.get() as i64 * 1000);
+    let frequency =
+        pgrx::datum::Interval::from_micros(crate::gucs::FREQUENCY_MS.get() as i64 * 1000);
     let (expired, soon): (Vec<Expired>, Vec<Expired>) = list_partitions(index, None, frequency)
         .into_iter()
         .partition(|partition| partition.expired);
@@ -152,7 +153,11 @@ fn with_rows(mut partitions: Vec<Expired>) -> Vec<Expired> {
 /// The direct partitions of `index`'s table (or only `only` if it still is one) whose upper
 /// bound is at or before `now() - expire_after + ahead`, without their rows: expired, or
 /// (`ahead` > 0) expiring whole within `ahead` (not [`Expired::expired`]).
-fn list_partitions(index: &TtlIndex, only: Option<Oid>, ahead: pgrx::datum::Interval) -> Vec<Expired> {
+fn list_partitions(
+    index: &TtlIndex,
+    only: Option<Oid>,
+    ahead: pgrx::datum::Interval,
+) -> Vec<Expired> {
     Spi::connect(|client| {
         client
             .select(

@@ -10,8 +10,9 @@ use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
 use crate::deleter::{self, Batch, Outcome, Reached};
-use crate::leaf_check::{self, RangeEnd};
 use crate::extension::Extension;
+use crate::generic_plan::GenericPlan;
+use crate::leaf_check::{self, RangeEnd};
 use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable;
@@ -128,7 +129,7 @@ impl Worker {
 /// from `low` ([`run_range`]) runs as a plain one when its range cannot be used, or `locked`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_statements(
-    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
+    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     ext: &Extension,
     (batch, low): (Batch, i64),
     current: &TtlIndex,
@@ -140,8 +141,7 @@ pub(super) fn run_statements(
     let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
     if batch == Batch::Range && !locked {
         let range = (low, limit);
-        if let Some(outcome) = run_range(statements, ext, current, expire_after, range, set_aside)
-        {
+        if let Some(outcome) = run_range(statements, ext, current, expire_after, range, set_aside) {
             return outcome;
         }
     }
@@ -167,11 +167,9 @@ pub(super) fn run_statements(
     }
     let delete = &statements[&(current.target(), Batch::Plain)].1;
     let pick_count =
-        (batch == Batch::Counting).then(|| &*statements[&(current.target(), Batch::Counting)].1);
-    Spi::connect_mut(|client| {
-        deleter::run_batch(client, delete, pick_count, expire_after, limit, set_aside)
-    })
-    .unwrap_or_else(|e| error!("delete failed: {e}"))
+        (batch == Batch::Counting).then(|| &statements[&(current.target(), Batch::Counting)].1);
+    Spi::connect_mut(|_| deleter::run_batch(delete, pick_count, expire_after, limit, set_aside))
+        .unwrap_or_else(|e| error!("delete failed: {e}"))
 }
 
 /// A batch by key range ([`deleter::range_batch_sql`]) of at most `rows` rows from the key
@@ -179,7 +177,7 @@ pub(super) fn run_statements(
 /// range cannot be used: the index or the cutoff cannot be read here, or more than `rows`
 /// entries share the key `low` (the caller runs a plain batch).
 fn run_range(
-    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared>,
+    statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     ext: &Extension,
     current: &TtlIndex,
     expire_after: pgrx::datum::Interval,
@@ -189,7 +187,8 @@ fn run_range(
     let index_oid = current.index_oid?;
     // (in the frame, as the owner: the time zone `now() - $1` computes in is this session's)
     let cutoff = leaf_check::cutoff(&expire_after, || true)?;
-    let (high, reached) = match leaf_check::range_end(current.table, index_oid, low, cutoff, rows)? {
+    let (high, reached) = match leaf_check::range_end(current.table, index_oid, low, cutoff, rows)?
+    {
         RangeEnd::Empty => return Some(range_outcome(0, Reached::Cutoff)),
         RangeEnd::Run => return None,
         RangeEnd::Key(key) => (Some(key), Reached::Key(key)),
@@ -200,10 +199,9 @@ fn run_range(
     let key = (current.target(), Batch::Range);
     prepare_into(statements, key, &sql, &deleter::RANGE_ARGS);
     let delete = &statements[&key].1;
-    let deleted = Spi::connect_mut(|client| {
-        deleter::run_range(client, delete, expire_after, low, high, set_aside)
-    })
-    .unwrap_or_else(|e| error!("delete failed: {e}"));
+    let deleted =
+        Spi::connect_mut(|_| deleter::run_range(delete, expire_after, low, high, set_aside))
+            .unwrap_or_else(|e| error!("delete failed: {e}"));
     Some(range_outcome(deleted, reached))
 }
 

@@ -27,6 +27,7 @@ use crate::bgw::{self, handle_signals, sleep};
 use crate::catalog::{self, TtlIndex};
 use crate::deleter::Batch;
 use crate::extension::Extension;
+use crate::generic_plan::GenericPlan;
 use crate::txn::in_transaction;
 use crate::undeletable::Undeletable;
 use crate::{citus_sync, gucs, registry, stats};
@@ -49,7 +50,7 @@ unsafe extern "C-unwind" fn unregister_on_exit(_code: std::ffi::c_int, _arg: pg_
 struct Worker {
     /// The statements of each table's batches: the DELETE (under `Batch::Plain`) and the count
     /// that comes first in a counting batch (under `Batch::Counting`).
-    statements: HashMap<((Oid, catalog::Part), Batch), Prepared>,
+    statements: HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     /// The probe of each table (is anything expired?).
     probes: HashMap<(Oid, catalog::Part), Prepared>,
     /// What the batches of a pass share.

@@ -50,6 +50,17 @@ DELETE FROM ONLY public.events
 WHERE public.ttl_timestamp((doc -> 'at'::text)) >= '2019-02-14 17:39:33+00'
   AND public.ttl_timestamp((doc -> 'at'::text)) < '2019-02-14 18:00:00+00'
   AND public.ttl_timestamp((doc -> 'at'::text)) < now() - interval '1 hour';
+-- the worker prepares its batches once, with the generic plan (CURSOR_OPT_GENERIC_PLAN): no
+-- batch is planned again, whatever its range, and the plan is the same index scan
+SET plan_cache_mode = force_generic_plan;
+/* jsonb_ttl batch */ PREPARE range_batch (interval, timestamptz, timestamptz) AS
+DELETE FROM ONLY public.events
+WHERE public.ttl_timestamp((doc -> 'at'::text)) >= $2
+  AND public.ttl_timestamp((doc -> 'at'::text)) < $3
+  AND public.ttl_timestamp((doc -> 'at'::text)) < now() - $1;
+EXPLAIN (COSTS OFF) EXECUTE range_batch('1 hour', '-infinity', 'infinity');
+DEALLOCATE range_batch;
+RESET plan_cache_mode;
 
 -- one call runs statements of 1000 rows (the worker's first batch; jsonb_ttl.batch_size if
 -- smaller) first, then twice as many each time (up to 1M): within one transaction each
