@@ -106,10 +106,17 @@ q parts -c "SET ROLE tenant" -c "SELECT ttl_index_resume('audit')" >/dev/null
 eventually_eq "after ttl_index_resume() it goes" 5 f parts "SELECT to_regclass('audit_old') IS NOT NULL"
 
 echo "a partition that expires whole before the next pass is left for the drop"
-# frequency 5 s; feed_soon's upper bound expires 4 s after its rows are written: whichever pass
-# comes first, its 100 expired rows go with the partition, none deleted one by one (a trigger
-# on it counts the deletes); feed_rest keeps its rows
+# frequency 5 s; feed_soon is made 3 s after a pass, and its upper bound expires 3.5 s later:
+# the next pass (2 s after) finds its 100 rows expired, and leaves them to go with the partition
+# at the pass after, none deleted one by one (a trigger on it counts the deletes); feed_rest
+# keeps its rows
 q postgres -c "ALTER SYSTEM SET jsonb_ttl.frequency = 5000" -c "SELECT pg_reload_conf()" >/dev/null
+pass_after() { [ "$(q parts -c "SELECT last_pass_at > '$1'::timestamptz FROM ttl_statistics()")" = t ]; }
+since=$(q parts -c "SELECT clock_timestamp()")
+wait_for "a pass at the new frequency" 7 pass_after "$since"
+since=$(q parts -c "SELECT clock_timestamp()")
+wait_for "the pass after it" 7 pass_after "$since"
+sleep 3
 q parts <<'SQL'
 SET ROLE tenant;
 CREATE TABLE feed (created_at timestamptz NOT NULL) PARTITION BY RANGE (created_at);
@@ -118,9 +125,9 @@ CREATE FUNCTION count_delete() RETURNS trigger LANGUAGE plpgsql AS
   $$ BEGIN INSERT INTO feed_deletes VALUES (1); RETURN OLD; END $$;
 DO $$ BEGIN
   EXECUTE format('CREATE TABLE feed_soon PARTITION OF feed FOR VALUES FROM (%L) TO (%L)',
-                 now() - interval '1 day 1 hour', now() - interval '1 day' + interval '4 seconds');
+                 now() - interval '1 day 1 hour', now() - interval '1 day' + interval '3.5 seconds');
   EXECUTE format('CREATE TABLE feed_rest PARTITION OF feed FOR VALUES FROM (%L) TO (%L)',
-                 now() - interval '1 day' + interval '4 seconds', now() + interval '1 day');
+                 now() - interval '1 day' + interval '3.5 seconds', now() + interval '1 day');
 END $$;
 CREATE TRIGGER count_delete AFTER DELETE ON feed_soon FOR EACH ROW EXECUTE FUNCTION count_delete();
 INSERT INTO feed SELECT now() - interval '1 day 30 minutes' FROM generate_series(1, 100);
