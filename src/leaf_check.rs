@@ -265,7 +265,7 @@ unsafe fn stored_key(scan: pg_sys::IndexScanDesc) -> Option<i64> {
 }
 
 #[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
+#[pgrx::pg_schema]
 mod tests {
     use super::{range_end, RangeEnd};
     use pgrx::pg_sys::Oid;
