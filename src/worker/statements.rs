@@ -46,7 +46,7 @@ pub(super) fn prepare_into<K: std::hash::Hash + Eq + Copy, S: Statement>(
         .is_none_or(|(prepared_sql, _)| prepared_sql != sql)
     {
         let statement =
-            S::prepare(sql, &args).unwrap_or_else(|e| error!("cannot prepare {sql}: {e}"));
+            S::prepare(sql, args).unwrap_or_else(|e| error!("cannot prepare {sql}: {e}"));
         cache.insert(key, (sql.to_string(), statement));
     }
 }
