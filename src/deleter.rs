@@ -346,13 +346,7 @@ pub fn run_batch(
         ]
     };
     let picked = match pick_count {
-        // (a count: an int8, passed by value)
-        Some(statement) => Some(
-            statement
-                .execute(&args())?
-                .1
-                .map_or(0, |n| n.value() as u64),
-        ),
+        Some(statement) => Some(statement.execute(&args())?.1.unwrap_or(0) as u64),
         None => None,
     };
     let (deleted, _) = delete.execute(&args())?;

@@ -7,7 +7,9 @@
 //! `CURSOR_OPT_GENERIC_PLAN` asks for the generic plan from the first execution (planned, as
 //! every statement of ours, under the planner pins of [`crate::planner`]: an index scan of the
 //! TTL index). `plan_cache_mode` would say the same, but for the owner's triggers too, which run
-//! inside the statement. pgrx 0.18 prepares with `SPI_prepare`, which takes no such option.
+//! inside the statement. pgrx 0.18 prepares with `SPI_prepare`, which takes no such option. (A
+//! table owner whose role sets `plan_cache_mode = force_custom_plan` has the batches of their
+//! tables planned each time: their settings apply in the batch, and that one wins.)
 
 use pgrx::pg_sys::{self, Datum};
 use std::ffi::{c_char, CStr, CString};
@@ -32,14 +34,19 @@ impl GenericPlan {
             )
         };
         let plan = NonNull::new(plan).ok_or_else(|| spi_error(unsafe { pg_sys::SPI_result }))?;
-        unsafe { pg_sys::SPI_keepplan(plan.as_ptr()) };
+        let kept = unsafe { pg_sys::SPI_keepplan(plan.as_ptr()) };
+        if kept < 0 {
+            // (still the connection's: SPI_finish frees it)
+            return Err(spi_error(kept));
+        }
         Ok(GenericPlan { plan })
     }
 
     /// Executes the statement with the parameters `args` (`None`: NULL), as a statement that
     /// may write; in an SPI connection. The rows it processed, and the first column of the
-    /// first row it returned, if any.
-    pub fn execute(&self, args: &[Option<Datum>]) -> Result<(u64, Option<Datum>), String> {
+    /// first row it returned, if any, read as a `bigint` (a count: passed by value, so it
+    /// outlives the connection).
+    pub fn execute(&self, args: &[Option<Datum>]) -> Result<(u64, Option<i64>), String> {
         let mut values: Vec<Datum> = args.iter().map(|a| a.unwrap_or(Datum::from(0))).collect();
         let nulls: Vec<c_char> = args
             .iter()
@@ -65,7 +72,7 @@ impl GenericPlan {
             }
             let mut is_null = false;
             let first = pg_sys::SPI_getbinval(*(*table).vals, (*table).tupdesc, 1, &mut is_null);
-            Ok((processed, (!is_null).then_some(first)))
+            Ok((processed, (!is_null).then_some(first.value() as i64)))
         }
     }
 }

@@ -49,9 +49,10 @@ impl Outcome {
 /// Batch after batch, whether the purge of one table goes on, and in which form.
 ///
 /// Range batches first, each from the key the one before it reached, until one reaches the
-/// cutoff: the table is done. A range batch that ran as a plain one (the range could not be
-/// used: the index cannot be read directly, a run of equal keys longer than the batch, a row
-/// busy elsewhere) ends the ranges for the visit, which goes on as below.
+/// cutoff: the table is done for this pass. A range batch that ran as a plain one (the range
+/// could not be used: the index cannot be read directly, a run of equal keys longer than the
+/// batch, a row busy elsewhere), or that removed fewer than half of its rows (rows a trigger
+/// keeps), ends the ranges for the visit, which goes on as below.
 ///
 /// Plain batches while they come back full. After a short one, counting batches, which go on
 /// while they pick as many rows as asked and remove at least half of them: rows a trigger keeps
@@ -99,6 +100,13 @@ impl Purge {
     /// Takes the outcome of a batch that asked for `limit` rows; false when the table is done.
     pub fn go_on(&mut self, limit: i64, outcome: Outcome) -> bool {
         match outcome.reached {
+            // a range that removed fewer than half of its rows holds rows a trigger keeps (or
+            // entries of rows removed by others): the head form tells them apart, and stops
+            // at rows kept at the head of the index rather than walk past them at every pass
+            Some(Reached::Key(_)) if (outcome.deleted as i64) * 2 < limit => {
+                self.next = Batch::Plain;
+                return true;
+            }
             Some(Reached::Key(key)) => {
                 self.low = key;
                 return true;
@@ -231,15 +239,28 @@ mod tests {
                 ],
             ),
             (
-                "rows kept in a range do not stop the ranges after it",
+                "a last range with rows kept in it ends the visit as any last range",
                 &[
-                    (range(0, Reached::Key(10)), true, Batch::Range, 10),
-                    (range(1000, Reached::Key(20)), true, Batch::Range, 20),
+                    (range(1000, Reached::Key(10)), true, Batch::Range, 10),
+                    (range(3, Reached::Cutoff), false, Batch::Range, 10),
                 ],
             ),
             (
                 "nothing expired: the first range reaches the cutoff",
                 &[(range(0, Reached::Cutoff), false, Batch::Range, i64::MIN)],
+            ),
+            (
+                "a range that removes under half of its rows: plain batches from the head",
+                &[
+                    (range(1000, Reached::Key(10)), true, Batch::Range, 10),
+                    (range(499, Reached::Key(20)), true, Batch::Plain, 10),
+                    (plain(400), true, Batch::Counting, 10),
+                    (counting(1000, 400), false, Batch::Counting, 10),
+                ],
+            ),
+            (
+                "half of its rows is enough",
+                &[(range(500, Reached::Key(10)), true, Batch::Range, 10)],
             ),
             (
                 "a range batch run as a plain one: plain batches from then on",

@@ -263,9 +263,9 @@ pub struct Visited {
     pub paused: bool,
     /// Partitions left whole, rows and all, for the next pass: expired ones whose locks others
     /// held (a partition to detach for archiving must not be emptied row by row meanwhile), and
-    /// those that expire whole before the next pass (one `jsonb_ttl.frequency` from now), whose
-    /// rows the drop removes then at a fraction of the cost of deleting them one by one now
-    /// (their expired rows wait at most that long).
+    /// those that expire whole before the next pass (one `jsonb_ttl.frequency` from now; not
+    /// for a TTL index with a delete window), whose rows the drop removes then at a fraction of
+    /// the cost of deleting them one by one now (their expired rows wait about that long).
     pub left_whole: Vec<Oid>,
 }
 
@@ -277,7 +277,10 @@ pub fn visit(ext: &Extension, index: &TtlIndex, mode: Mode) -> Visited {
     let Some((expired, total, root, soon)) = list_expired(index) else {
         return visited;
     };
-    visited.left_whole = soon;
+    // (not with a delete window: the next pass may fall outside it, and drop nothing)
+    if index.window_start.is_none() {
+        visited.left_whole = soon;
+    }
     if expired.is_empty() {
         return visited;
     }
