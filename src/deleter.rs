@@ -87,16 +87,22 @@ pub const PROBE_ARGS: [PgBuiltInOids; 1] = [PgBuiltInOids::INTERVALOID];
 /// (`tests/pg_regress/expected/deleter.out` pins the plan).
 pub fn pick_sql(ext: &Extension, index: &TtlIndex, skip_set_aside: bool) -> Result<String, String> {
     let reference = index.reference(ext)?;
-    let set_aside = match skip_set_aside {
-        true => " AND ctid OPERATOR(pg_catalog.<>) ALL ($3)",
-        false => "",
-    };
+    let set_aside = not_set_aside(skip_set_aside, "$3");
     Ok(format!(
         "{MARKER}SELECT ctid FROM ONLY {} WHERE {}{set_aside} \
          LIMIT $2 FOR UPDATE SKIP LOCKED",
         index.qualified_table,
         index.expired(ext, &reference)
     ))
+}
+
+/// The condition that leaves out the rows set aside, given as the `tid[]` parameter `param`,
+/// when `skip` (else nothing: the common case pays no per-row test for an empty list).
+fn not_set_aside(skip: bool, param: &str) -> String {
+    match skip {
+        true => format!(" AND ctid OPERATOR(pg_catalog.<>) ALL ({param})"),
+        false => String::new(),
+    }
 }
 
 /// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
@@ -133,10 +139,7 @@ pub fn unlocked_batch_sql(
     skip_set_aside: bool,
 ) -> Result<String, String> {
     let reference = index.reference(ext)?;
-    let set_aside = match skip_set_aside {
-        true => " AND ctid OPERATOR(pg_catalog.<>) ALL ($3)",
-        false => "",
-    };
+    let set_aside = not_set_aside(skip_set_aside, "$3");
     let expired = index.expired(ext, &reference);
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {table} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(\
@@ -169,10 +172,7 @@ pub fn range_batch_sql(
     skip_set_aside: bool,
 ) -> Result<String, String> {
     let reference = index.reference(ext)?;
-    let set_aside = match skip_set_aside {
-        true => " AND ctid OPERATOR(pg_catalog.<>) ALL ($4)",
-        false => "",
-    };
+    let set_aside = not_set_aside(skip_set_aside, "$4");
     Ok(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE {reference} OPERATOR(pg_catalog.>=) $2 \
          AND {reference} OPERATOR(pg_catalog.<) $3 AND {}{set_aside}",

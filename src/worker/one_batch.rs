@@ -58,31 +58,23 @@ fn one_batch(tbl: Oid, max_rows: i64, form: (Batch, i64)) -> i64 {
     let mut statements = HashMap::new();
     frame
         .run(&index, true, |current, expire_after| {
-            // as Worker::batch does, in a subtransaction of the caller's transaction
-            let first = crate::txn::in_subtransaction(|| {
+            let mut run = |locked| {
+                let (ext, rows) = (&ext, max_rows);
                 run_statements(
                     &mut statements,
-                    &ext,
+                    ext,
                     form,
                     current,
                     expire_after,
-                    max_rows,
+                    rows,
                     &[],
-                    false,
+                    locked,
                 )
-            });
-            match first {
+            };
+            // as Worker::batch does, in a subtransaction of the caller's transaction
+            match crate::txn::in_subtransaction(|| run(false)) {
                 Ok(outcome) => outcome,
-                Err(failure) if waited_on_a_row(&failure) => run_statements(
-                    &mut statements,
-                    &ext,
-                    form,
-                    current,
-                    expire_after,
-                    max_rows,
-                    &[],
-                    true,
-                ),
+                Err(failure) if waited_on_a_row(&failure) => run(true),
                 Err(failure) => {
                     pg_sys::panic::ErrorReport::new(failure.code, failure.message, "jsonb_ttl")
                         .report(PgLogLevel::ERROR);
