@@ -7,6 +7,9 @@
 //! itself, recorded by OID as ours by its expression and predicate ([`crate::tracking`]), so
 //! every row the probe could find has an entry keyed on its reference time. An entry (alive
 //! or dead: the heap is not read) sends the table to the SQL probe, as before.
+//!
+//! The same scan counts entries for the safety brake ([`entries_before`]) and finds where a
+//! batch by key range ends ([`range_end`], docs/worker.md, RANGE), reading the stored keys.
 
 use pgrx::datum::{Interval, IntoDatum};
 use pgrx::pg_sys::{self, Oid};
