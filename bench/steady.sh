@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # make bench, the steady case (issue 24): what a PostgreSQL user runs instead of jsonb_ttl today,
 # each side in its own run on a fresh cluster, under the same steady load.
-#   bench/steady.sh [--seconds D] [--sides a,b,...]      (bench/run.sh --only steady runs it)
+#   bench/steady.sh [--seconds D] [--sides a,b,...] [--rounds K]   (bench/run.sh --only steady runs it)
 #     --seconds D  the measured window of each side (default 120; STEADY_SECONDS)
 #     --sides      a comma-separated subset of the sides below, in that order (default: all)
+#     --rounds K   runs the sides K times, each round's order turned by one (default 1); then
+#                  prints each side's median and spread, and each jsonb_ttl side's ratios of
+#                  medians against its baseline (the loop at the same period; pg_partman)
 # Environment: STEADY_RATE (rows inserted a second, default 10000), STEADY_TTL (seconds a row
 # lives, default 100: with the rate, about 1M live rows), STEADY_WARMUP (seconds of load before
 # the window, default 30), STEADY_TPCB (seconds of pgbench TPC-B after it, default 60),
@@ -64,12 +67,14 @@ WARMUP=${STEADY_WARMUP:-30}
 TPCB=${STEADY_TPCB:-60}
 ALL=ttl_json_10s,ttl_json_1s,ttl_column_10s,cron_1min,loop_10s,loop_1s,ttl_partitions,partman_10s
 SIDES=$ALL
+ROUNDS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) WINDOW=$2; shift 2 ;;
     --sides) SIDES=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
     --scale) shift 2 ;;  # bench/run.sh passes it: the steady case keeps its rates
-    *) echo "usage: $0 [--seconds D] [--sides a,b,...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds D] [--sides a,b,...] [--rounds K]" >&2; exit 2 ;;
   esac
 done
 cd "$ROOT"
@@ -264,11 +269,42 @@ header=$(printf '%-15s %9s %9s %10s %10s %9s %9s %9s %9s %8s %9s' side "age p99"
   "del CPU/m" "av CPU/m" "ins p99" "ins/s" "TPC-B" "rows")
 echo "$header"
 lines=()
-for s in ${SIDES//,/ }; do
+read -ra order <<<"${SIDES//,/ }"
+for s in "${order[@]}"; do
   [[ ",$ALL," == *",$s,"* ]] || { echo "steady: no side $s (sides: $ALL)" >&2; exit 2; }
-  lines+=("$(side "$s" | tail -1)")
-  echo "${lines[-1]}"
+done
+for ((r = 0; r < ROUNDS; r++)); do
+  for ((i = 0; i < ${#order[@]}; i++)); do
+    lines+=("$(side "${order[$(((i + r) % ${#order[@]}))]}" | tail -1)")
+    echo "${lines[-1]}"
+  done
 done
 echo
 echo "(age: seconds the oldest row still present had been expired, sampled each second; size: table and"
 echo " indexes at the end; WAL and CPU per minute of the window; ins p99: ms per 100-row insert; TPC-B: tps)"
+[ "$ROUNDS" -gt 1 ] || exit 0
+# each side's median [min-max] over the rounds, then the ratios of medians to the baselines
+echo
+printf '%s\n' "${lines[@]}" | awk -v rounds="$ROUNDS" '
+function median(list,   n, a, i, j, t) {
+  n = split(list, a, " ")
+  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+  lo[list] = a[1]; hi[list] = a[n]
+  return a[int((n + 1) / 2)]
+}
+function ratio(a, b) { return b > 0 ? sprintf("%7.2fx", a / b) : sprintf("%8s", "-") }
+function cell(list,   m) { m = median(list); return sprintf("%s [%s-%s]", m, lo[list], hi[list]) }
+{ if (!($1 in seen)) { seen[$1] = 1; names[++k] = $1 }
+  age[$1] = age[$1] " " $2; size[$1] = size[$1] " " $4; wal[$1] = wal[$1] " " $5; cpu[$1] = cpu[$1] " " $6 }
+END {
+  printf "medians of %d rounds [min-max]\n%-15s %20s %24s %22s %22s\n", rounds, "side", "age p99", "size MiB", "WAL MiB/m", "del CPU/m"
+  for (i = 1; i <= k; i++) { s = names[i]
+    printf "%-15s %20s %24s %22s %22s\n", s, cell(age[s]), cell(size[s]), cell(wal[s]), cell(cpu[s]) }
+  split("ttl_json_10s:loop_10s ttl_column_10s:loop_10s ttl_json_1s:loop_1s ttl_partitions:partman_10s", pairs, " ")
+  printf "\nratios of medians to the baseline\n%-32s %8s %8s %8s %8s\n", "side / baseline", "age", "size", "WAL", "CPU"
+  for (p in pairs) { split(pairs[p], x, ":"); a = x[1]; b = x[2]
+    if (!(a in seen) || !(b in seen)) continue
+    printf "%-32s %s %s %s %s\n", a " / " b, ratio(median(age[a]), median(age[b])), ratio(median(size[a]), median(size[b])),
+      ratio(median(wal[a]), median(wal[b])), ratio(median(cpu[a]), median(cpu[b])) }
+}'
+
