@@ -209,17 +209,17 @@ fn missing_index(index: &TtlIndex) -> String {
 }
 
 /// After the expired partitions of TTL index `root` were visited: drops from `indexes` the
-/// targets under the partitions left whole for a later pass (`busy`, see
+/// targets under the partitions `left_whole` for a later pass (see
 /// [`partitions::Visited::left_whole`]) and those that are `gone`.
-fn forget_dropped(indexes: &mut Vec<TtlIndex>, root: Oid, busy: &[Oid], gone: &[Oid]) {
+fn forget_dropped(indexes: &mut Vec<TtlIndex>, root: Oid, left_whole: &[Oid], gone: &[Oid]) {
     // the expired partitions that were busy, and those expiring whole by the next pass, go
     // whole at a later pass: no row of theirs is deleted meanwhile
-    if !busy.is_empty() {
+    if !left_whole.is_empty() {
         indexes.retain(|target| {
             target.root != root
                 || in_transaction(|| {
-                    !busy.iter().any(|&busy| {
-                        target.table == busy || catalog::is_partition_of(target.table, busy)
+                    !left_whole.iter().any(|&whole| {
+                        target.table == whole || catalog::is_partition_of(target.table, whole)
                     })
                 })
                 .unwrap_or(false)
