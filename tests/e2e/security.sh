@@ -132,6 +132,7 @@ for call in "SELECT jsonb_ttl_internal._ttl_wake_launcher()" "SELECT ttl_stats_r
             "SELECT jsonb_ttl_internal._ttl_options_dropped(1, true, true, true, 1)" \
             "INSERT INTO jsonb_ttl_internal.index_oid VALUES (1, 1, 'index_name')" \
             "SELECT jsonb_ttl_internal._ttl_worker_batch('e.t'::regclass, 10)" \
+            "SELECT jsonb_ttl_internal._ttl_worker_range_batch('e.t'::regclass, 10, '-infinity')" \
             "SELECT jsonb_ttl_internal._ttl_on_ddl_command_end()" "DELETE FROM jsonb_ttl_internal.ttl_index" "UPDATE jsonb_ttl_internal.ttl_index SET expire_after = '1 year'"; do
   got=$(outcome mallory sec "$call")
   case "$got" in
