@@ -11,6 +11,7 @@
 //! The same scan counts entries for the safety brake ([`entries_before`]) and finds where a
 //! batch by key range ends ([`range_end`], docs/worker.md, RANGE), reading the stored keys.
 
+pub use jsonb_ttl_core::marks::Marks;
 use pgrx::datum::{Interval, IntoDatum};
 use pgrx::pg_sys::{self, Oid};
 
@@ -55,15 +56,22 @@ pub fn cutoff(expire_after: &Interval, zone_is_ours: impl FnOnce() -> bool) -> O
 /// operator family, not `table`'s). The caller holds a lock on `table`; the index is locked
 /// only if that lock is free at once, and both locks are kept until the transaction ends.
 pub fn has_entry_before(table: Oid, index: Oid, cutoff: i64) -> Option<bool> {
-    entries_before(table, index, cutoff, 1).map(|entries| entries > 0)
+    entries_before(table, index, cutoff, 1, None).map(|entries| entries > 0)
 }
 
 /// How many entries keyed before `cutoff` the index `index` of `table` has, counting up to
 /// `most`; as [`has_entry_before`] otherwise. Entries of dead rows count too (the heap is not
-/// read): an upper bound of the rows the same condition finds.
-pub fn entries_before(table: Oid, index: Oid, cutoff: i64, most: i64) -> Option<i64> {
+/// read): an upper bound of the rows the same condition finds. With `marks`, records
+/// [`Marks`] along the way, for the batches by key range that follow ([`range_end`]).
+pub fn entries_before(
+    table: Oid,
+    index: Oid,
+    cutoff: i64,
+    most: i64,
+    marks: Option<&mut Marks>,
+) -> Option<i64> {
     with_index(table, index, |heap, index| unsafe {
-        count_before(heap, index, cutoff, most)
+        count_before(heap, index, cutoff, most, marks)
     })
 }
 
@@ -88,11 +96,33 @@ pub enum RangeEnd {
 /// of the entry after the `rows`-th one, so that the range `low ..< key` holds at most `rows`
 /// entries (entries of dead rows count too: the range may hold fewer rows). `None` when the
 /// index cannot be read so.
-pub fn range_end(table: Oid, index: Oid, low: i64, cutoff: i64, rows: i64) -> Option<RangeEnd> {
-    with_index(table, index, |heap, index| unsafe {
-        walk_range(heap, index, low, cutoff, rows)
+///
+/// With `marks` from a walk earlier in the visit, the range goes as far as they say it may
+/// (as of that walk: entries added to it since are in it too), and only what lies after the
+/// last mark is walked.
+pub fn range_end(
+    table: Oid,
+    index: Oid,
+    low: i64,
+    cutoff: i64,
+    rows: i64,
+    marks: &Marks,
+) -> Option<RangeEnd> {
+    let (start, taken) = match marks.ahead(low, rows) {
+        Some((key, _, false)) if key < cutoff => return Some(RangeEnd::Key(key)),
+        Some((key, taken, true)) if key < cutoff => (key, taken),
+        _ => (low, 0),
+    };
+    let walked = with_index(table, index, |heap, index| unsafe {
+        walk_range(heap, index, start, cutoff, rows - taken)
     })
-    .flatten()
+    .flatten()?;
+    Some(match walked {
+        // (from a mark: the range holds the entries before it)
+        RangeEnd::Empty if taken > 0 => RangeEnd::Cutoff,
+        RangeEnd::Run if taken > 0 => RangeEnd::Key(start),
+        walked => walked,
+    })
 }
 
 /// Runs `f` on `table` and its index `index` when the index can be read here (see
@@ -208,16 +238,24 @@ unsafe fn next_entry(scan: pg_sys::IndexScanDesc, seen: i64) -> bool {
     !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null()
 }
 
-/// How many entries a forward scan of `index` for keys `< cutoff` returns, up to `most`.
+/// How many entries a forward scan of `index` for keys `< cutoff` returns, up to `most`,
+/// recording `marks` along the way if asked.
 unsafe fn count_before(
     heap: pg_sys::Relation,
     index: pg_sys::Relation,
     cutoff: i64,
     most: i64,
+    mut marks: Option<&mut Marks>,
 ) -> i64 {
-    let scan = scan_before(heap, index, None, cutoff, false);
+    let scan = scan_before(heap, index, None, cutoff, marks.is_some());
     let mut entries = 0;
     while entries < most && next_entry(scan, entries) {
+        if let Some(marks) = marks.as_deref_mut().filter(|marks| marks.wants(entries)) {
+            // (the scan's condition `< cutoff` returns no null)
+            if let Some(key) = stored_key(scan) {
+                marks.saw(entries, key);
+            }
+        }
         entries += 1;
     }
     pg_sys::index_endscan(scan);
@@ -270,13 +308,18 @@ unsafe fn stored_key(scan: pg_sys::IndexScanDesc) -> Option<i64> {
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
-    use super::{range_end, RangeEnd};
-    use pgrx::pg_sys::Oid;
+    use super::{entries_before, range_end, Marks, RangeEnd};
+    use pgrx::pg_sys::{self, Oid};
     use pgrx::prelude::*;
 
     /// A key `seconds` after 2000-01-01 00:00 UTC, as the index stores it.
     fn key(seconds: i64) -> i64 {
         seconds * 1_000_000
+    }
+
+    /// The `timestamptz` of a stored key.
+    fn epoch_key(key: i64) -> Option<TimestampWithTimeZone> {
+        unsafe { TimestampWithTimeZone::from_datum(pg_sys::Datum::from(key), false) }
     }
 
     /// A table keyed 10, 20, 30, 30, 30, 40, 50 (seconds after 2000), its row keyed 20 deleted
@@ -318,7 +361,7 @@ mod tests {
         ];
         for &(what, low, cutoff, rows, end) in cases {
             assert_eq!(
-                range_end(table, index, low, cutoff, rows),
+                range_end(table, index, low, cutoff, rows, &Marks::default()),
                 Some(end),
                 "{what}"
             );
@@ -329,6 +372,60 @@ mod tests {
     fn range_end_unreadable_index() {
         // a descending index is not read here: the batch picks its rows instead
         let (table, index) = keyed_table("DESC");
-        assert_eq!(range_end(table, index, i64::MIN, key(60), 2), None);
+        let no_marks = Marks::default();
+        assert_eq!(
+            range_end(table, index, i64::MIN, key(60), 2, &no_marks),
+            None
+        );
+    }
+
+    #[pg_test]
+    fn range_ends_by_marks() {
+        // 2,000 entries keyed 1 to 2000 seconds after 2000; the walk of the safety brake
+        // (entries_before) leaves marks after every 256th entry: 257 entries before key 258...
+        Spi::run(
+            "CREATE TABLE marked (t timestamptz);
+             INSERT INTO marked SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
+               FROM generate_series(1, 2000) s;
+             CREATE INDEX marked_t ON marked (t);",
+        )
+        .expect("table made");
+        let oid = |name: &str| {
+            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
+                .expect("query runs")
+                .expect("relation exists")
+        };
+        let (table, index) = (oid("marked"), oid("marked_t"));
+        let mut marks = Marks::default();
+        let counted = entries_before(table, index, key(2001), 10_000, Some(&mut marks));
+        assert_eq!(counted, Some(2000));
+        let head = i64::MIN;
+        #[rustfmt::skip]
+        let cases: &[(&str, i64, i64, i64, RangeEnd)] = &[
+            // (what, low, cutoff, rows, the range's end)
+            ("from the head, 1000 rows: the mark 769 entries in", head, key(2001), 1000, RangeEnd::Key(key(770))),
+            ("from that mark, 1000 more: the mark 1537 entries in", key(770), key(2001), 1000, RangeEnd::Key(key(1538))),
+            ("from there: the last mark, then a walk to the cutoff", key(1538), key(2001), 1000, RangeEnd::Cutoff),
+            ("from there, fewer rows: the last mark, then a walk of 44", key(1538), key(2001), 300, RangeEnd::Key(key(1838))),
+            ("a start key no mark has: a walk", key(771), key(2001), 10, RangeEnd::Key(key(781))),
+            ("a cutoff before the mark: a walk to the cutoff", head, key(500), 1000, RangeEnd::Cutoff),
+        ];
+        for &(what, low, cutoff, rows, end) in cases {
+            assert_eq!(
+                range_end(table, index, low, cutoff, rows, &marks),
+                Some(end),
+                "{what}"
+            );
+            // whatever the marks say, the range holds at most the rows asked for
+            let RangeEnd::Key(high) = end else { continue };
+            let held = Spi::get_one_with_args::<i64>(
+                "SELECT count(*) FROM marked WHERE t >= $1 AND t < $2",
+                &[
+                    (low != head).then(|| epoch_key(low)).flatten().into(),
+                    epoch_key(high).into(),
+                ],
+            );
+            assert!(held.expect("counted").expect("a count") <= rows, "{what}");
+        }
     }
 }

@@ -253,6 +253,42 @@ fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
     let entry = catalog::load(&ext, Some(tbl), catalog::Scope::Entries)
         .into_iter()
         .next()?;
+    role_on(&ext, &entry, tbl, index)
+}
+
+/// The TTL index of `root` (a hash-distributed table) on its Citus shard `shard`, held here:
+/// the index of the shard that is ours for the catalog column `role` by what it is (as
+/// [`ttl_index_role`] tells, its expression and predicate read on the shard), whatever its
+/// name; the lowest OID if several are. Shards record no OIDs (Citus makes their indexes with
+/// the shards, on each node); the worker reads the one found directly ([`crate::leaf_check`]),
+/// and its batches still test expiry on the reference itself.
+pub fn shard_index(ext: &Extension, root: Oid, shard: Oid, role: &str) -> Option<Oid> {
+    let entry = catalog::load(ext, Some(root), catalog::Scope::Entries)
+        .into_iter()
+        .next()?;
+    let candidates: Vec<Oid> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT i.indexrelid FROM pg_catalog.pg_index i \
+                 WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisvalid AND i.indisready \
+                   AND i.indislive ORDER BY i.indexrelid",
+                None,
+                &[shard.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<Oid>(1).ok().flatten())
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    candidates
+        .into_iter()
+        .find(|&index| role_on(ext, &entry, shard, index).as_deref() == Some(role))
+}
+
+/// Which index of the TTL index `entry` the index `index` of `tbl` (its table, or a shard of
+/// it) is, going by what it is: see [`ttl_index_role`].
+fn role_on(ext: &Extension, entry: &catalog::TtlIndex, tbl: Oid, index: Oid) -> Option<String> {
     let (Some(expression), Some(predicate)) = Spi::get_two_with_args::<String, String>(
         "SELECT coalesce(pg_catalog.pg_get_expr(i.indexprs, i.indrelid), \
                          pg_catalog.pg_get_indexdef(i.indexrelid, 1, false)), \
@@ -271,7 +307,7 @@ fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
     else {
         return None;
     };
-    index_specs(&ext, &entry)
+    index_specs(ext, entry)
         .into_iter()
         .find(|(_, _, ours, our_predicate)| {
             filter::canonical(tbl, ours, false) == expression

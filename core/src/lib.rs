@@ -5,6 +5,7 @@
 //! - [`parse`]: the date-or-number grammar of a TTL reference time.
 //! - [`path`]: resolving a TTL index's path to a column and JSON keys.
 //! - [`batch_size`]: how many rows the worker's next batch asks for.
+//! - [`marks`]: keys a walk of a TTL index leaves for the batches by key range after it.
 //! - [`purge`]: batch after batch, whether the purge of one table goes on, and how.
 //! - [`row_ttl`]: what a per-row TTL field means, and when such a row expires.
 //! - [`touch`]: the time a write leaves in a document for `touch => true`.
@@ -12,6 +13,7 @@
 
 pub mod advice;
 pub mod batch_size;
+pub mod marks;
 pub mod parse;
 pub mod path;
 pub mod purge;

@@ -12,7 +12,7 @@ use crate::deadline::Deadline;
 use crate::deleter::{self, Batch, Outcome, Reached};
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
-use crate::leaf_check::{self, RangeEnd};
+use crate::leaf_check::{self, Marks, RangeEnd};
 use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable;
@@ -35,7 +35,7 @@ impl Worker {
     pub(super) fn batch(
         &mut self,
         ext: &Extension,
-        (batch, low): (Batch, i64),
+        (batch, low, marks): (Batch, i64, &Marks),
         index: &TtlIndex,
         limit: i64,
     ) -> Result<Option<Outcome>, Failure> {
@@ -48,7 +48,7 @@ impl Worker {
             run_statements(
                 statements,
                 ext,
-                (batch, low),
+                (batch, low, marks),
                 current,
                 expire_after,
                 limit,
@@ -69,7 +69,7 @@ impl Worker {
                     run_statements(
                         statements,
                         ext,
-                        (batch, low),
+                        (batch, low, marks),
                         current,
                         expire_after,
                         limit,
@@ -126,12 +126,13 @@ impl Worker {
 /// (prepared again if a rename changed them, or if `locked` changed: the DELETE whose pick
 /// locks its rows and skips busy ones, [`deleter::batch_sql`], rather than the one without row
 /// locks, [`deleter::unlocked_batch_sql`]), run for at most `limit` rows. A batch by key range
-/// from `low` ([`run_range`]) runs as a plain one when its range cannot be used, or `locked`.
+/// from `low` ([`run_range`], its end found through `marks` first) runs as a plain one when its
+/// range cannot be used, or `locked`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_statements(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     ext: &Extension,
-    (batch, low): (Batch, i64),
+    (batch, low, marks): (Batch, i64, &Marks),
     current: &TtlIndex,
     expire_after: pgrx::datum::Interval,
     limit: i64,
@@ -140,7 +141,7 @@ pub(super) fn run_statements(
 ) -> Outcome {
     let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
     if batch == Batch::Range && !locked {
-        let range = (low, limit);
+        let range = (low, limit, marks);
         if let Some(outcome) = run_range(statements, ext, current, expire_after, range, set_aside) {
             return outcome;
         }
@@ -173,7 +174,8 @@ pub(super) fn run_statements(
 }
 
 /// A batch by key range ([`deleter::range_batch_sql`]) of at most `rows` rows from the key
-/// `low`, its end read from the TTL index first ([`leaf_check::range_end`]); `None` when the
+/// `low`, its end read from the TTL index first ([`leaf_check::range_end`], through `marks`
+/// where they reach); `None` when the
 /// range cannot be used: the index or the cutoff cannot be read here, or more than `rows`
 /// entries share the key `low` (the caller runs a plain batch).
 fn run_range(
@@ -181,19 +183,19 @@ fn run_range(
     ext: &Extension,
     current: &TtlIndex,
     expire_after: pgrx::datum::Interval,
-    (low, rows): (i64, i64),
+    (low, rows, marks): (i64, i64, &Marks),
     set_aside: &[pg_sys::ItemPointerData],
 ) -> Option<Outcome> {
     let index_oid = current.index_oid?;
     // (in the frame, as the owner: the time zone `now() - $1` computes in is this session's)
     let cutoff = leaf_check::cutoff(&expire_after, || true)?;
-    let (high, reached) = match leaf_check::range_end(current.table, index_oid, low, cutoff, rows)?
-    {
-        RangeEnd::Empty => return Some(range_outcome(0, Reached::Cutoff)),
-        RangeEnd::Run => return None,
-        RangeEnd::Key(key) => (Some(key), Reached::Key(key)),
-        RangeEnd::Cutoff => (None, Reached::Cutoff),
-    };
+    let (high, reached) =
+        match leaf_check::range_end(current.table, index_oid, low, cutoff, rows, marks)? {
+            RangeEnd::Empty => return Some(range_outcome(0, Reached::Cutoff)),
+            RangeEnd::Run => return None,
+            RangeEnd::Key(key) => (Some(key), Reached::Key(key)),
+            RangeEnd::Cutoff => (None, Reached::Cutoff),
+        };
     let skip = !set_aside.is_empty();
     let sql = deleter::range_batch_sql(ext, current, skip).unwrap_or_else(|e| error!("{e}"));
     let key = (current.target(), Batch::Range);

@@ -7,6 +7,7 @@ use super::frame::Frame;
 use crate::catalog::{self, TtlIndex};
 use crate::deleter::Batch;
 use crate::extension::Extension;
+use crate::leaf_check::Marks;
 use crate::owner;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
-    one_batch(tbl, max_rows, (Batch::Plain, i64::MIN))
+    one_batch(tbl, max_rows, (Batch::Plain, i64::MIN, &Marks::default()))
 }
 
 /// Runs exactly one batch by key range of the worker on `tbl`, from the key `low` (the start of
@@ -38,7 +39,7 @@ fn ttl_worker_batch(tbl: Oid, max_rows: i64) -> i64 {
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_worker_range_batch(tbl: Oid, max_rows: i64, low: TimestampWithTimeZone) -> i64 {
     let low = low.into_datum().map_or(i64::MIN, |d| d.value() as i64);
-    one_batch(tbl, max_rows, (Batch::Range, low))
+    one_batch(tbl, max_rows, (Batch::Range, low, &Marks::default()))
 }
 
 /// One batch of the form `form` on `tbl`, for at most `max_rows` rows: the rows it removed.
@@ -50,7 +51,7 @@ fn ttl_worker_range_batch(tbl: Oid, max_rows: i64, low: TimestampWithTimeZone) -
 /// that need to stop a batch halfway (tests/isolation), which no background worker lets them
 /// do. Superusers only (EXECUTE is revoked from PUBLIC), and only on tables whose owner's
 /// privileges the caller has.
-fn one_batch(tbl: Oid, max_rows: i64, form: (Batch, i64)) -> i64 {
+fn one_batch(tbl: Oid, max_rows: i64, form: (Batch, i64, &Marks)) -> i64 {
     let ext = Extension::current();
     let index = worker_batch_target(&ext, tbl);
     let mut frame = Frame::default();

@@ -5,8 +5,9 @@ use super::batch::in_batch_frame;
 use super::Worker;
 use crate::catalog::TtlIndex;
 use crate::extension::Extension;
+use crate::leaf_check::{self, Marks};
 use crate::txn::{in_transaction, Failure};
-use crate::{brake, gucs, leaf_check, partitions};
+use crate::{brake, gucs, partitions};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -15,16 +16,18 @@ impl Worker {
     /// then (past the limit there) counts the expired rows of `index`'s table as its owner, up
     /// to the limit, and pauses the TTL index when there are more. A backlog that passed is not counted again until a visit drains it (each visit
     /// would recount what is left of it); a count that outlasts `jsonb_ttl.batch_timeout`
-    /// pauses the index too, saying so (it cannot tell, and the owner can resume).
+    /// pauses the index too, saying so (it cannot tell, and the owner can resume). The walk of
+    /// the btree leaves [`Marks`] for the visit's batches by key range.
     pub(super) fn brake(&mut self, ext: &Extension, index: &TtlIndex) -> Brake {
+        let mut marks = Marks::default();
         if !index.brake_available
             || index.brake_released
             || self.brake_checked.get(&index.target()) == Some(&index.version)
             || self.brake_checked_roots.get(&(index.root, index.part)) == Some(&index.version)
         {
-            return Brake::Go;
+            return Brake::Go(marks);
         }
-        let counted = self.count_for_brake(ext, index);
+        let counted = self.count_for_brake(ext, index, &mut marks);
         let reason = match counted {
             Ok(Some((Some(reason), _))) => reason,
             Ok(counted) => {
@@ -35,7 +38,7 @@ impl Worker {
                         .insert((index.root, index.part), key),
                     _ => self.brake_checked.insert(index.target(), key),
                 };
-                return Brake::Go;
+                return Brake::Go(marks);
             }
             Err(e) if e.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED => {
                 brake::reason_uncounted(index, &e.message)
@@ -51,11 +54,12 @@ impl Worker {
 
     /// The safety brake's count, in a batch frame: why the TTL index must pause, if it must
     /// (`Ok(Some((None, _)))`: it need not; `Ok(None)`: the table is gone), and whether it
-    /// counted a whole partitioned table.
+    /// counted a whole partitioned table. The walk of the btree records `marks`.
     fn count_for_brake(
         &mut self,
         ext: &Extension,
         index: &TtlIndex,
+        marks: &mut Marks,
     ) -> Result<Option<(Option<String>, bool)>, Failure> {
         in_batch_frame(&mut self.frame, index, |current, expire_after| {
             // a partition: the whole partitioned table (see brake::partitioned_root)
@@ -78,7 +82,7 @@ impl Worker {
             else {
                 return (None, whole);
             };
-            if !whole && few_entries(current, &expire_after, limit) {
+            if !whole && few_entries(current, &expire_after, limit, marks) {
                 return (None, whole);
             }
             let sql = sql.unwrap_or_else(|e| error!("{e}"));
@@ -100,25 +104,36 @@ impl Worker {
 /// bound of the expired rows (entries of dead rows count too), so within the limit the safety
 /// brake need not count them row by row. A table in its steady state loses a small fraction a
 /// pass, and counting it through the heap cost a third of the delete itself. Called in the
-/// batch frame, where `now() - expire_after` is what the count's SQL computes.
-fn few_entries(index: &TtlIndex, expire_after: &pgrx::datum::Interval, limit: i64) -> bool {
+/// batch frame, where `now() - expire_after` is what the count's SQL computes. The walk
+/// records `marks` (cleared when it says nothing).
+fn few_entries(
+    index: &TtlIndex,
+    expire_after: &pgrx::datum::Interval,
+    limit: i64,
+    marks: &mut Marks,
+) -> bool {
     let Some(index_oid) = index.index_oid else {
         return false;
     };
     let locked = unsafe {
         pg_sys::ConditionalLockRelationOid(index.table, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
     };
-    locked
+    let few = locked
         && leaf_check::cutoff(expire_after, || true)
             .and_then(|cutoff| {
-                leaf_check::entries_before(index.table, index_oid, cutoff, limit + 1)
+                leaf_check::entries_before(index.table, index_oid, cutoff, limit + 1, Some(marks))
             })
-            .is_some_and(|entries| entries <= limit)
+            .is_some_and(|entries| entries <= limit);
+    if !few {
+        *marks = Marks::default();
+    }
+    few
 }
 
 /// What the safety brake says before a visit.
 pub(super) enum Brake {
-    Go,
+    /// Purge, with the marks of the brake's walk of the TTL index, if it walked it.
+    Go(Marks),
     /// Paused now (the reason is in the catalog, and the log).
     Paused,
     /// The check itself failed: the table is not purged in this pass.

@@ -52,7 +52,13 @@ pub(super) struct Kept {
     tables: Vec<Oid>,
     digest: Option<Vec<(u64, u64)>>,
     indexes: Vec<TtlIndex>,
+    /// Under Citus, the TTL index found on each shard held here (see [`shard_index`]), kept
+    /// while no relation changes.
+    shard_indexes: ShardIndexes,
 }
+
+/// The index of each Citus shard target (its table and part) read directly, if any.
+type ShardIndexes = HashMap<(Oid, catalog::Part), Option<Oid>>;
 
 /// Reads the targets of a pass in the current transaction: the ones `kept` from an earlier
 /// pass when nothing they were read from has changed (their delete windows evaluated again),
@@ -81,20 +87,26 @@ pub(super) fn read(ext: &Extension, kept: &mut Option<Kept>) -> Option<Vec<TtlIn
 
 /// The targets of [`read`] once the invalidations are counted (`changed`).
 fn choose(ext: &Extension, kept: &mut Option<Kept>, changed: bool) -> Vec<TtlIndex> {
-    let previous = kept.take();
-    if let Some(mut previous) = previous.filter(|previous| {
-        !changed
-            && previous.ext == *ext
-            && previous.digest.is_some()
+    let previous = kept
+        .take()
+        .filter(|previous| !changed && previous.ext == *ext);
+    let still = |previous: &Kept| {
+        previous.digest.is_some()
             && digest(&previous.tables) == previous.digest
             && !crate::citus::present()
-    }) {
-        evaluate_windows(&mut previous.indexes);
-        let indexes = previous.indexes.clone();
-        *kept = Some(previous);
-        return indexes;
-    }
-    let fresh = load(ext);
+    };
+    let found = match previous {
+        Some(mut previous) if still(&previous) => {
+            evaluate_windows(&mut previous.indexes);
+            let indexes = previous.indexes.clone();
+            *kept = Some(previous);
+            return indexes;
+        }
+        // (under Citus, the shards' indexes as found: no relation changed)
+        Some(previous) => previous.shard_indexes,
+        None => ShardIndexes::new(),
+    };
+    let fresh = load(ext, found);
     let indexes = fresh.indexes.clone();
     *kept = Some(fresh);
     indexes
@@ -111,8 +123,9 @@ fn under_fresh_snapshot<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// Reads the catalog (see [`read`]).
-fn load(ext: &Extension) -> Kept {
+/// Reads the catalog (see [`read`]); `shard_indexes`, the indexes found on Citus shards when
+/// no relation changed since.
+fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
     for table in tracking::stale_records(ext) {
         // reading its indexes locks the table: only if that lock is free now
         let free = unsafe {
@@ -137,12 +150,21 @@ fn load(ext: &Extension) -> Kept {
         )
     });
     // Under Citus a table's rows may live in shards elsewhere while its index here is empty
-    // (a reference table's, a shell's): its probe says, as before.
+    // (a reference table's, a shell's): its probe says, as before. A shard's rows are here,
+    // in its own copy of the TTL index.
     let citus = crate::citus::present();
+    let mut found = ShardIndexes::new();
     for index in &mut indexes {
         // the index is read directly only for a table whose probe can be written
-        if citus || deleter::probe_sql(ext, index).is_err() {
+        if deleter::probe_sql(ext, index).is_err() || (citus && index.shard.is_none()) {
             index.index_oid = None;
+        } else if citus {
+            let key = (index.table, index.part);
+            let shard_index = *shard_indexes
+                .entry(key)
+                .or_insert_with(|| shard_index(ext, index));
+            found.insert(key, shard_index);
+            index.index_oid = shard_index;
         }
     }
     Kept {
@@ -150,7 +172,18 @@ fn load(ext: &Extension) -> Kept {
         tables,
         digest,
         indexes,
+        shard_indexes: found,
     }
+}
+
+/// The TTL index of the shard target `index` (see [`tracking::shard_index`]): for the rows
+/// with a TTL of their own, the per-row index.
+fn shard_index(ext: &Extension, index: &TtlIndex) -> Option<Oid> {
+    let role = match index.part {
+        catalog::Part::OwnTtl => "row_ttl_index_name",
+        _ => "index_name",
+    };
+    tracking::shard_index(ext, index.root, index.table, role)
 }
 
 /// The OIDs of the tables the catalog's rows are in.

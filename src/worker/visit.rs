@@ -11,6 +11,7 @@ use crate::bgw::handle_signals;
 use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
+use crate::leaf_check::Marks;
 use crate::txn::Failure;
 use crate::{brake, budget, gucs, stats};
 use jsonb_ttl_core::batch_size;
@@ -22,6 +23,8 @@ use std::time::{Duration, Instant};
 /// Where one table's visit stands, batch after batch.
 struct Visit {
     purge: Purge,
+    /// Where the safety brake's walk of the TTL index saw its keys, for the batches by range.
+    marks: Marks,
     removed: u64,
     limit: Limit,
     error: Option<String>,
@@ -49,7 +52,7 @@ struct Visit {
 impl Visit {
     /// A visit whose first batch starts from `last_rows`, where the table's last visit left its
     /// batch size.
-    fn start(index: &TtlIndex, last_rows: Option<i64>) -> Visit {
+    fn start(index: &TtlIndex, last_rows: Option<i64>, marks: Marks) -> Visit {
         let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
         let target = Duration::from_millis(gucs::BATCH_TIME_MS.get() as u64);
         let max_rows = lower(gucs::BATCH_SIZE.get() as i64, index.batch_size);
@@ -60,6 +63,7 @@ impl Visit {
         let rows = batch_size::first(last_rows, target, max_rows);
         Visit {
             purge: Purge::default(),
+            marks,
             removed: 0,
             limit: Limit::None,
             error: None,
@@ -90,8 +94,8 @@ impl Worker {
     /// fails because of some of its rows is retried in parts ([`Worker::split`]): the rows that
     /// cannot be deleted are set aside, and the purge goes on behind them.
     pub(super) fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
-        match self.brake(ext, index) {
-            Brake::Go => {}
+        let marks = match self.brake(ext, index) {
+            Brake::Go(marks) => marks,
             Brake::Paused => {
                 // not an error: ttl_stats shows it as paused, with its reason in skipped
                 self.paused_roots.insert(index.root);
@@ -101,11 +105,11 @@ impl Worker {
             Brake::Failed(e) => {
                 return report(index, 0, Limit::None, Some(e), None, Ended::default())
             }
-        }
+        };
         // (a Citus shard starts where its node's shards of the same table left the size: no
         // ramp-up from the first batch size in each shard)
         let last_rows = self.batch_rows.get(&index.stats_table()).copied();
-        let mut visit = Visit::start(index, last_rows);
+        let mut visit = Visit::start(index, last_rows, marks);
         while self.next_batch(ext, index, &mut visit) {}
         self.end_visit(ext, index, visit)
     }
@@ -160,7 +164,7 @@ impl Worker {
         visit: &mut Visit,
         granted: i64,
     ) -> Result<Option<Outcome>, Failure> {
-        let form = (visit.purge.next(), visit.purge.low());
+        let form = (visit.purge.next(), visit.purge.low(), &visit.marks);
         let mut outcome = self.batch(ext, form, index, granted);
         if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
             self.statements

@@ -12,7 +12,8 @@
 #   5. a distributed table with a foreign key to a reference table, with a filter;
 #      ttl_index_drop reaches the worker nodes;
 #   6. the options refused on a distributed table, and ttl_index_* refused on a worker node;
-#   7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table;
+#   7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table; then
+#      each worker node's batches by key range through its shards' own TTL indexes;
 #   8. the coordinator stopped: the worker nodes keep purging;
 #   9. ttl_expire_preview on the coordinator for the distributed table: the rows counted directly;
 #  10. a per-row TTL (row_ttl_path) on a distributed table, purged by every worker node;
@@ -326,6 +327,47 @@ for node in w1 w2 w3; do
 done
 for node in "${CITUS_NODES[@]}"; do
   qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET jsonb_ttl.enabled" -c "SELECT pg_reload_conf()" >/dev/null
+done
+
+echo "== 7b. each worker node's batches read its shards' TTL indexes: no document parsed again"
+# 5,000 expired rows inserted while the workers are off; then, with track_functions = all on
+# the worker nodes, their workers purge them: batches by key range through each shard's own
+# copy of the TTL index decide expiry on the keys it stores, and compute no reference time
+# (ttl_timestamp); batches that picked their rows and tested expiry again in their DELETE
+# compute it once per row or more (5,000).
+for node in "${CITUS_NODES[@]}"; do
+  qn "$node" "$CITUS_DB" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
+done
+wait_for "jsonb_ttl.enabled = off: every node's worker stopped" 10 all_passes_stopped || true
+qc -c "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - interval '2 days') FROM generate_series(510001, 515000) g"
+reference_calls_on_workers() {
+  local node total=0
+  for node in "${CITUS_NODES[@]}"; do
+    [ "$node" = coord ] && continue
+    total=$((total + $(qn "$node" "$CITUS_DB" -c "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'ttl_timestamp'")))
+  done
+  echo $total
+}
+for node in "${CITUS_NODES[@]}"; do
+  [ "$node" = coord ] || qn "$node" "$CITUS_DB" -c "ALTER SYSTEM SET track_functions = 'all'" -c "SELECT pg_reload_conf()" >/dev/null
+done
+calls_before=$(reference_calls_on_workers)
+deleted_before=$(deleted_on_workers events)
+for node in "${CITUS_NODES[@]}"; do
+  qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET jsonb_ttl.enabled" -c "SELECT pg_reload_conf()" >/dev/null
+done
+eventually_eq "the 5,000 go" 30 0 "$CITUS_DB" "SELECT count(*) FROM events WHERE id > 510000 AND id <= 515000"
+wait_for "the worker nodes' ttl_stats of events: +5,000" 10 deleted_on_workers_is events $((deleted_before + 5000)) || true
+# (each worker flushes its function calls with its table counts, at most once a second)
+sleep 2
+calls=$(( $(reference_calls_on_workers) - calls_before ))
+if [ "$calls" -lt 500 ]; then
+  pass "the worker nodes computed the reference time $calls times for 5,000 rows deleted from their shards (batches that test expiry again: 5,000 or more)"
+else
+  fail "the worker nodes computed the reference time $calls times for 5,000 rows deleted: documents parsed again"
+fi
+for node in "${CITUS_NODES[@]}"; do
+  [ "$node" = coord ] || qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET track_functions" -c "SELECT pg_reload_conf()" >/dev/null
 done
 
 echo "== 8. the coordinator stopped: the worker nodes keep purging"
