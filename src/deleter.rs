@@ -45,6 +45,7 @@
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
+use crate::leaf_check::{self, Marks, RangeEnd};
 use crate::owner;
 use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
@@ -375,6 +376,47 @@ pub fn run_range(
     Ok(delete.execute(&args)?.0)
 }
 
+/// Where a batch by key range goes ([`range_of`]).
+pub enum Range {
+    /// No entry from its start to the cutoff: nothing to delete, the table is done.
+    Empty,
+    /// From its start to `high` (excluded; `None`: to the cutoff), which is how far it reaches.
+    To(Option<i64>, Reached),
+}
+
+/// Where a batch by key range of `index` ([`range_batch_sql`]) for at most `rows` rows from the
+/// key `low` goes, read from its TTL index ([`leaf_check::range_end`], through `marks` where
+/// they reach); `None` when no range can be used: the index or the cutoff cannot be read here
+/// (no recorded index OID, an interval whose cutoff depends on a time zone not this
+/// session's), or more than `rows` entries share the key `low` (the caller runs a plain batch
+/// instead). In the batch's frame, as the owner: the time zone `now() - $1` computes in is this
+/// session's, and the DELETE tests expiry itself, whatever the walk's cutoff was.
+pub fn range_of(
+    index: &TtlIndex,
+    expire_after: &Interval,
+    (low, rows, marks): (i64, i64, &Marks),
+) -> Option<Range> {
+    let index_oid = index.index_oid?;
+    let cutoff = leaf_check::cutoff(expire_after, || true)?;
+    Some(
+        match leaf_check::range_end(index.table, index_oid, low, cutoff, rows, marks)? {
+            RangeEnd::Empty => Range::Empty,
+            RangeEnd::Run => return None,
+            RangeEnd::Key(key) => Range::To(Some(key), Reached::Key(key)),
+            RangeEnd::Cutoff => Range::To(None, Reached::Cutoff),
+        },
+    )
+}
+
+/// The outcome of a batch by key range that removed `deleted` rows and reached `reached`.
+pub fn range_outcome(deleted: u64, reached: Reached) -> Outcome {
+    Outcome {
+        picked: None,
+        deleted,
+        reached: Some(reached),
+    }
+}
+
 /// What a batch of the worker sets on top of everything, the owner's settings included: its
 /// `lock_timeout` (ms). (The planner pins are set while our statements are planned only, see
 /// [`crate::planner`].)
@@ -391,12 +433,14 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 /// (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
 /// superuser). The owner is read once the table is locked. Foreign partitions are skipped.
 ///
-/// The statements start at `batch_size` rows (the caller passes the worker's first batch size,
-/// [`jsonb_ttl_core::batch_size::FIRST_ROWS`] or `jsonb_ttl.batch_size` if smaller) and double, up to
-/// `MAX_STATEMENT_ROWS`. In one
-/// transaction the index entries of rows an earlier statement removed stay (they are dead to
-/// no one else yet), so each statement walks past all of them again: with a fixed size,
-/// removing n rows would visit about n²/(2 × batch_size) entries; doubling keeps it near 2n.
+/// Its statements lock the rows they pick and skip the busy ones ([`batch_sql`]): the caller's
+/// transaction never waits on a row (so no batch by key range, whose DELETE would). They
+/// start at `batch_size` rows (the caller passes the worker's first batch size,
+/// [`jsonb_ttl_core::batch_size::FIRST_ROWS`] or `jsonb_ttl.batch_size` if smaller) and double,
+/// up to `MAX_STATEMENT_ROWS`. In one transaction the index entries of rows an earlier
+/// statement removed stay (they are dead to no one else yet), so each statement walks past all
+/// of them again: with a fixed size, removing n rows would visit about n²/(2 × batch_size)
+/// entries; doubling keeps it near 2n.
 pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
     if index.foreign {
         return 0;

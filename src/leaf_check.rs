@@ -97,9 +97,10 @@ pub enum RangeEnd {
 /// entries (entries of dead rows count too: the range may hold fewer rows). `None` when the
 /// index cannot be read so.
 ///
-/// With `marks` from a walk earlier in the visit, the range goes as far as they say it may
-/// (as of that walk: entries added to it since are in it too), and only what lies after the
-/// last mark is walked.
+/// With `marks` from a walk earlier in the visit ([`Marks::ahead`]), the range ends at the
+/// furthest mark within its rows when that holds nearly all of them (as of that walk: entries
+/// added to it since are in it too), so the next range starts at a mark again; otherwise only
+/// the entries after that mark are walked.
 pub fn range_end(
     table: Oid,
     index: Oid,
@@ -108,9 +109,10 @@ pub fn range_end(
     rows: i64,
     marks: &Marks,
 ) -> Option<RangeEnd> {
+    // the furthest mark the range reaches before the cutoff: its end, or where the walk starts
     let (start, taken) = match marks.ahead(low, rows) {
-        Some((key, _, false)) if key < cutoff => return Some(RangeEnd::Key(key)),
-        Some((key, taken, true)) if key < cutoff => (key, taken),
+        Some((key, _, true)) if key < cutoff => return Some(RangeEnd::Key(key)),
+        Some((key, taken, false)) if key < cutoff => (key, taken),
         _ => (low, 0),
     };
     let walked = with_index(table, index, |heap, index| unsafe {
@@ -396,36 +398,67 @@ mod tests {
                 .expect("relation exists")
         };
         let (table, index) = (oid("marked"), oid("marked_t"));
-        let mut marks = Marks::default();
+        // (batches of about 2,048 rows: marks 256 entries apart)
+        let mut marks = Marks::for_batches_of(2048);
         let counted = entries_before(table, index, key(2001), 10_000, Some(&mut marks));
         assert_eq!(counted, Some(2000));
         let head = i64::MIN;
+        // the index entries a walk reads, as this transaction's statistics count them
+        let read = || {
+            Spi::get_one_with_args::<i64>(
+                "SELECT pg_stat_get_xact_tuples_returned($1)",
+                &[index.into()],
+            )
+            .expect("counted")
+            .expect("a count")
+        };
         #[rustfmt::skip]
-        let cases: &[(&str, i64, i64, i64, RangeEnd)] = &[
-            // (what, low, cutoff, rows, the range's end)
-            ("from the head, 1000 rows: the mark 769 entries in", head, key(2001), 1000, RangeEnd::Key(key(770))),
-            ("from that mark, 1000 more: the mark 1537 entries in", key(770), key(2001), 1000, RangeEnd::Key(key(1538))),
-            ("from there: the last mark, then a walk to the cutoff", key(1538), key(2001), 1000, RangeEnd::Cutoff),
-            ("from there, fewer rows: the last mark, then a walk of 44", key(1538), key(2001), 300, RangeEnd::Key(key(1838))),
-            ("a start key no mark has: a walk", key(771), key(2001), 10, RangeEnd::Key(key(781))),
-            ("a cutoff before the mark: a walk to the cutoff", head, key(500), 1000, RangeEnd::Cutoff),
+        let cases: &[(&str, i64, i64, i64, RangeEnd, i64)] = &[
+            // (what, low, cutoff, rows, the range's end, the entries read to find it)
+            ("from the head, 1000 rows: to the mark 769 entries in, nothing walked", head, key(2001), 1000, RangeEnd::Key(key(770)), 0),
+            ("from that mark, 1000 rows: to the mark 768 entries on", key(770), key(2001), 1000, RangeEnd::Key(key(1538)), 0),
+            ("from that mark: the last one, 256 on, then a walk to the cutoff", key(1538), key(2001), 1000, RangeEnd::Cutoff, 207),
+            ("the last mark, then 44 walked", key(1538), key(2001), 300, RangeEnd::Key(key(1838)), 45),
+            ("513 entries of 700 rows: a walk from that mark for 187", head, key(2001), 700, RangeEnd::Key(key(701)), 188),
+            ("a start key no mark has: a walk", key(771), key(2001), 10, RangeEnd::Key(key(781)), 11),
+            ("a cutoff before the marks: a walk to the cutoff", head, key(500), 1000, RangeEnd::Cutoff, 499),
         ];
-        for &(what, low, cutoff, rows, end) in cases {
+        for &(what, low, cutoff, rows, end, walked) in cases {
+            let before = read();
             assert_eq!(
                 range_end(table, index, low, cutoff, rows, &marks),
                 Some(end),
                 "{what}"
             );
-            // whatever the marks say, the range holds at most the rows asked for
-            let RangeEnd::Key(high) = end else { continue };
-            let held = Spi::get_one_with_args::<i64>(
-                "SELECT count(*) FROM marked WHERE t >= $1 AND t < $2",
-                &[
-                    (low != head).then(|| epoch_key(low)).flatten().into(),
-                    epoch_key(high).into(),
-                ],
+            assert_eq!(read() - before, walked, "{what}: entries read");
+            // a walk from `low` alone reads every entry of the range, which holds at most
+            // `rows` entries either way
+            let before = read();
+            let walked_end = range_end(table, index, low, cutoff, rows, &Marks::default());
+            assert!(
+                read() - before >= walked,
+                "{what}: a walk reads as much or more"
             );
-            assert!(held.expect("counted").expect("a count") <= rows, "{what}");
+            let held = |end| match end {
+                Some(RangeEnd::Key(high)) => Spi::get_one_with_args::<i64>(
+                    "SELECT count(*) FROM marked WHERE t >= coalesce($1, '-infinity') AND t < $2",
+                    &[
+                        (low != head).then(|| epoch_key(low)).flatten().into(),
+                        epoch_key(high).into(),
+                    ],
+                )
+                .expect("counted")
+                .expect("a count"),
+                _ => 0,
+            };
+            assert!(
+                held(Some(end)) <= rows,
+                "{what}: at most the rows asked for"
+            );
+            assert!(
+                held(walked_end) <= rows,
+                "{what}: walked, at most the rows asked for"
+            );
         }
     }
 }

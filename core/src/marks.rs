@@ -3,27 +3,52 @@
 //! without walking the same entries again (docs/worker.md, RANGE). Pure Rust: the walk itself
 //! is the extension's `leaf_check`.
 
-/// About every [`Marks::EVERY`]-th entry of a walk, the first key after that entry's key, with
-/// the number of entries the walk counted before it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// About every [`Marks::every`]-th entry of a walk, the first key after that entry's key,
+/// with the number of entries the walk counted before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Marks {
     /// `(entries, key)`: the walk counted `entries` entries keyed before `key`; both increase.
     marks: Vec<(i64, i64)>,
     /// The key of the entry a mark was due at, until an entry with a key after it comes.
     due: Option<i64>,
+    every: i64,
+}
+
+impl Default for Marks {
+    /// No marks, and none recorded.
+    fn default() -> Self {
+        Marks {
+            marks: Vec::new(),
+            due: None,
+            every: 0,
+        }
+    }
 }
 
 impl Marks {
-    /// About how many entries apart the marks are.
-    pub const EVERY: i64 = 256;
-    /// The most marks recorded (the first 16 M entries of a walk).
+    /// The most marks recorded.
     pub const MOST: usize = 65_536;
+
+    /// Marks for batches of about `rows` rows: an eighth of that apart (16 to 4,096), so that
+    /// a range that ends at the furthest mark within its rows holds nearly all of them.
+    pub fn for_batches_of(rows: i64) -> Marks {
+        Marks {
+            every: (rows / 8).clamp(16, 4096),
+            ..Marks::default()
+        }
+    }
+
+    /// About how many entries apart the marks are (0: none recorded).
+    pub fn every(&self) -> i64 {
+        self.every
+    }
 
     /// Whether the walk must read the key of the entry at position `entries` (0: the index's
     /// first entry) for [`Marks::saw`].
     pub fn wants(&self, entries: i64) -> bool {
-        self.marks.len() < Self::MOST
-            && (self.due.is_some() || (entries > 0 && entries % Self::EVERY == 0))
+        self.every > 0
+            && self.marks.len() < Self::MOST
+            && (self.due.is_some() || (entries > 0 && entries % self.every == 0))
     }
 
     /// The walk read `key` at position `entries` (where [`Marks::wants`] said so): a mark is
@@ -39,12 +64,13 @@ impl Marks {
         }
     }
 
-    /// Where a range of at most `rows` entries from the key `low` (`i64::MIN`: the head of the
-    /// index) may end by the marks alone: the key of the furthest mark within `rows` entries,
-    /// the entries from `low` before it, and whether it is the last mark (the entries after it
-    /// were not marked: the range may go on past it). `None` when `low` is neither the head
-    /// nor a mark's key, or the furthest mark within `rows` is short of three quarters of
-    /// them while marks go on after it (a walk from `low` finds a better end).
+    /// How far a range of at most `rows` entries from the key `low` (`i64::MIN`: the head of
+    /// the index) gets by the marks alone: the key of the furthest mark within `rows` entries
+    /// from `low`, how many entries lie before it from `low`, and whether the range may end
+    /// there: it holds three quarters of `rows` or more and marks go on after it. Otherwise a
+    /// walk from that key finds the end (after the last mark, the entries were not marked).
+    /// `None` when `low` is neither the head nor a mark's key, or no mark is within `rows`
+    /// entries of it.
     pub fn ahead(&self, low: i64, rows: i64) -> Option<(i64, i64, bool)> {
         let start = match low {
             i64::MIN => 0,
@@ -53,8 +79,8 @@ impl Marks {
         let reach = self.marks.partition_point(|m| m.0 - start <= rows);
         let (entries, key) = *self.marks.get(reach.checked_sub(1)?)?;
         let taken = entries - start;
-        let last = reach == self.marks.len();
-        (key > low && (last || taken * 4 >= rows * 3)).then_some((key, taken, last))
+        let ends = reach < self.marks.len() && taken * 4 >= rows * 3;
+        (key > low).then_some((key, taken, ends))
     }
 }
 
@@ -64,7 +90,9 @@ mod tests {
 
     /// The marks of a walk over entries keyed `keys`, in index order.
     fn walk(keys: &[i64]) -> Marks {
-        let mut marks = Marks::default();
+        // (batches of 2,048 rows: 256 entries apart)
+        let mut marks = Marks::for_batches_of(2048);
+        assert_eq!(marks.every(), 256);
         for (entries, &key) in keys.iter().enumerate() {
             if marks.wants(entries as i64) {
                 marks.saw(entries as i64, key);
@@ -103,15 +131,17 @@ mod tests {
         let marks = walk(&(1..=2000).collect::<Vec<_>>());
         #[rustfmt::skip]
         let cases: &[(&str, i64, i64, Option<(i64, i64, bool)>)] = &[
-            // (what, low, rows, where the marks take the range)
-            ("from the head, 1000 rows: the mark at 769 entries", i64::MIN, 1000, Some((770, 769, false))),
-            ("from that mark, 1000 more: 1537 entries in, 768 of them", 770, 1000, Some((1538, 768, false))),
-            ("from there, 1000 more: the last mark, 256, then a walk", 1538, 1000, Some((1794, 256, true))),
-            ("a key that is no mark's: a walk", 771, 1000, None),
-            ("fewer rows than the marks are apart: a walk", 770, 200, None),
-            ("513 entries of 700 rows: short of three quarters, a walk", i64::MIN, 700, None),
-            ("513 entries of 680 rows: three quarters", i64::MIN, 680, Some((514, 513, false))),
-            ("from the last mark: nothing marked after it, a walk", 1794, 1000, None),
+            // (what, low, rows, the furthest mark, the entries before it from low, whether the
+            // range ends there)
+            ("from the head, 1000 rows: the mark at 769 entries", i64::MIN, 1000, Some((770, 769, true))),
+            ("from that mark, 1000 more: 1537 entries in, 768 of them", 770, 1000, Some((1538, 768, true))),
+            ("from there, 1000 more: the last mark, 256 entries on, then a walk", 1538, 1000, Some((1794, 256, false))),
+            ("exactly to a mark", i64::MIN, 769, Some((770, 769, true))),
+            ("513 entries of 700 rows: short of three quarters, a walk from the mark", i64::MIN, 700, Some((514, 513, false))),
+            ("513 entries of 680 rows: three quarters", i64::MIN, 680, Some((514, 513, true))),
+            ("a key that is no mark's: none", 771, 1000, None),
+            ("fewer rows than to the next mark: none", 770, 200, None),
+            ("from the last mark: none after it", 1794, 1000, None),
         ];
         for &(what, low, rows, expected) in cases {
             assert_eq!(marks.ahead(low, rows), expected, "{what}");
@@ -127,8 +157,23 @@ mod tests {
     }
 
     #[test]
+    fn spacing() {
+        #[rustfmt::skip]
+        let cases = [(1, 16), (100, 16), (1000, 125), (70_000, 4096), (50_000_000, 4096)];
+        for (rows, every) in cases {
+            assert_eq!(
+                Marks::for_batches_of(rows).every(),
+                every,
+                "batches of {rows}"
+            );
+        }
+        // none asked for: none recorded
+        assert!(!Marks::default().wants(256));
+    }
+
+    #[test]
     fn at_most_marks() {
-        let mut marks = Marks::default();
+        let mut marks = Marks::for_batches_of(2048);
         let mut entries = 0;
         while marks.marks.len() < Marks::MOST {
             if marks.wants(entries) {
@@ -136,6 +181,6 @@ mod tests {
             }
             entries += 1;
         }
-        assert!(!marks.wants(Marks::EVERY * 100_000));
+        assert!(!marks.wants(256 * 100_000));
     }
 }

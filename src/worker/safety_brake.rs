@@ -17,15 +17,14 @@ impl Worker {
     /// to the limit, and pauses the TTL index when there are more. A backlog that passed is not counted again until a visit drains it (each visit
     /// would recount what is left of it); a count that outlasts `jsonb_ttl.batch_timeout`
     /// pauses the index too, saying so (it cannot tell, and the owner can resume). The walk of
-    /// the btree leaves [`Marks`] for the visit's batches by key range.
-    pub(super) fn brake(&mut self, ext: &Extension, index: &TtlIndex) -> Brake {
-        let mut marks = Marks::default();
+    /// the btree leaves `marks` (spaced for the visit's batches) for its batches by key range.
+    pub(super) fn brake(&mut self, ext: &Extension, index: &TtlIndex, mut marks: Marks) -> Brake {
         if !index.brake_available
             || index.brake_released
             || self.brake_checked.get(&index.target()) == Some(&index.version)
             || self.brake_checked_roots.get(&(index.root, index.part)) == Some(&index.version)
         {
-            return Brake::Go(marks);
+            return Brake::Go(Marks::default());
         }
         let counted = self.count_for_brake(ext, index, &mut marks);
         let reason = match counted {

@@ -60,7 +60,7 @@ impl Visit {
             gucs::MAX_REMOVES_PER_SECOND.get() as i64,
             index.max_removes_per_second,
         );
-        let rows = batch_size::first(last_rows, target, max_rows);
+        let rows = first_rows(index, last_rows);
         Visit {
             purge: Purge::default(),
             marks,
@@ -79,6 +79,14 @@ impl Visit {
     }
 }
 
+/// The size of the first batch of a visit of `index` whose last visit left its batch size at
+/// `last_rows`.
+fn first_rows(index: &TtlIndex, last_rows: Option<i64>) -> i64 {
+    let target = Duration::from_millis(gucs::BATCH_TIME_MS.get() as u64);
+    let max_rows = lower(gucs::BATCH_SIZE.get() as i64, index.batch_size);
+    batch_size::first(last_rows, target, max_rows)
+}
+
 /// A server limit (0: none) with a TTL index's own on top: the lower one. An index's own
 /// limits come from its owner, whom the server's limits hold: they never raise them.
 fn lower(server: i64, own: Option<i64>) -> i64 {
@@ -94,7 +102,11 @@ impl Worker {
     /// fails because of some of its rows is retried in parts ([`Worker::split`]): the rows that
     /// cannot be deleted are set aside, and the purge goes on behind them.
     pub(super) fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
-        let marks = match self.brake(ext, index) {
+        // (a Citus shard starts where its node's shards of the same table left the size: no
+        // ramp-up from the first batch size in each shard)
+        let last_rows = self.batch_rows.get(&index.stats_table()).copied();
+        let marks = Marks::for_batches_of(first_rows(index, last_rows));
+        let marks = match self.brake(ext, index, marks) {
             Brake::Go(marks) => marks,
             Brake::Paused => {
                 // not an error: ttl_stats shows it as paused, with its reason in skipped
@@ -106,9 +118,6 @@ impl Worker {
                 return report(index, 0, Limit::None, Some(e), None, Ended::default())
             }
         };
-        // (a Citus shard starts where its node's shards of the same table left the size: no
-        // ramp-up from the first batch size in each shard)
-        let last_rows = self.batch_rows.get(&index.stats_table()).copied();
         let mut visit = Visit::start(index, last_rows, marks);
         while self.next_batch(ext, index, &mut visit) {}
         self.end_visit(ext, index, visit)
