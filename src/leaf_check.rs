@@ -4,7 +4,8 @@
 //! function, here always PostgreSQL's own (`timestamptz`, a built-in family); it never
 //! evaluates the index expression, nor anything else of the table's owner, so it runs as the
 //! worker. No entry before the cutoff means nothing is expired: the index is the TTL index
-//! itself, recorded by OID as ours by its expression and predicate ([`crate::tracking`]), so
+//! itself, recorded by OID as ours by its expression and predicate ([`crate::tracking`]; a
+//! Citus shard's copy found by them, [`crate::tracking::shard_index`]), so
 //! every row the probe could find has an entry keyed on its reference time. An entry (alive
 //! or dead: the heap is not read) sends the table to the SQL probe, as before.
 //!
@@ -439,8 +440,12 @@ mod tests {
                 read() - before >= walked,
                 "{what}: a walk reads as much or more"
             );
-            let held = |end| match end {
-                Some(RangeEnd::Key(high)) => Spi::get_one_with_args::<i64>(
+            let held = |end| {
+                let high = match end {
+                    Some(RangeEnd::Key(high)) => high,
+                    _ => cutoff,
+                };
+                Spi::get_one_with_args::<i64>(
                     "SELECT count(*) FROM marked WHERE t >= coalesce($1, '-infinity') AND t < $2",
                     &[
                         (low != head).then(|| epoch_key(low)).flatten().into(),
@@ -448,8 +453,7 @@ mod tests {
                     ],
                 )
                 .expect("counted")
-                .expect("a count"),
-                _ => 0,
+                .expect("a count")
             };
             assert!(
                 held(Some(end)) <= rows,
@@ -460,5 +464,43 @@ mod tests {
                 "{what}: walked, at most the rows asked for"
             );
         }
+    }
+
+    #[pg_test]
+    fn range_end_run_at_a_mark() {
+        // keys 1 to 593, 300 entries keyed 594, then 595 to 700 (seconds after 2000); marks 16
+        // apart (batches of 128): (593, 594) begins the run, the next is (893, 595)
+        Spi::run(
+            "CREATE TABLE runs (t timestamptz);
+             INSERT INTO runs SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
+               FROM generate_series(1, 593) s;
+             INSERT INTO runs SELECT timestamptz '2000-01-01 00:00+00' + interval '594 s'
+               FROM generate_series(1, 300);
+             INSERT INTO runs SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
+               FROM generate_series(595, 700) s;
+             CREATE INDEX runs_t ON runs (t);",
+        )
+        .expect("table made");
+        let oid = |name: &str| {
+            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
+                .expect("query runs")
+                .expect("relation exists")
+        };
+        let (table, index) = (oid("runs"), oid("runs_t"));
+        let mut marks = Marks::for_batches_of(128);
+        assert_eq!(
+            entries_before(table, index, key(701), 10_000, Some(&mut marks)),
+            Some(999)
+        );
+        // 800 rows from the head: the mark 593 entries in is short of three quarters, and the
+        // 207 after it share its key with 93 more: the range ends at the mark
+        let end = range_end(table, index, i64::MIN, key(701), 800, &marks);
+        assert_eq!(end, Some(RangeEnd::Key(key(594))));
+        // from the run's key, fewer rows than it holds: a run, as without marks
+        let end = range_end(table, index, key(594), key(701), 200, &marks);
+        assert_eq!(end, Some(RangeEnd::Run));
+        // 895 rows from the head: the mark after the run, 893 entries in
+        let end = range_end(table, index, i64::MIN, key(701), 895, &marks);
+        assert_eq!(end, Some(RangeEnd::Key(key(595))));
     }
 }

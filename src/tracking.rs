@@ -271,7 +271,7 @@ pub fn shard_index(ext: &Extension, root: Oid, shard: Oid, role: &str) -> Option
             .select(
                 "SELECT i.indexrelid FROM pg_catalog.pg_index i \
                  WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisvalid AND i.indisready \
-                   AND i.indislive ORDER BY i.indexrelid",
+                   AND i.indislive AND NOT i.indcheckxmin ORDER BY i.indexrelid",
                 None,
                 &[shard.into()],
             )

@@ -74,8 +74,9 @@ pub struct TtlIndex {
     /// Each of its batches emits a logical decoding message.
     pub logical_message: bool,
     /// The OID of the TTL index on `table`, when it is recorded as ours by its expression and
-    /// predicate ([`crate::tracking`]), valid and ready (not for a Citus shard): for a target
-    /// with a TTL of its own, the per-row index. The worker reads it directly
+    /// predicate ([`crate::tracking`]), valid and ready (for a Citus shard, the worker finds
+    /// the shard's copy by its expression and predicate: [`crate::tracking::shard_index`]):
+    /// for a target with a TTL of its own, the per-row index. The worker reads it directly
     /// ([`crate::leaf_check`]).
     pub index_oid: Option<Oid>,
     /// The delete window as the catalog has it (see [`crate::controls`]), for `in_window`

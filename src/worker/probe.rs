@@ -158,7 +158,6 @@ impl Probing<'_> {
         match leaf_check::has_entry_before(index.table, index_oid, cutoff)? {
             true => None,
             false => {
-                // (a Citus shard's lag is not recorded: never read so)
                 record_lag(self.lagging, index, None);
                 Some(false)
             }

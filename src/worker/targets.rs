@@ -57,8 +57,9 @@ pub(super) struct Kept {
     shard_indexes: ShardIndexes,
 }
 
-/// The index of each Citus shard target (its table and part) read directly, if any.
-type ShardIndexes = HashMap<(Oid, catalog::Part), Option<Oid>>;
+/// The index of each Citus shard target (its table and part, under the version of its TTL
+/// index's definition it was matched against) read directly, if any.
+type ShardIndexes = HashMap<(Oid, catalog::Part, String), Option<Oid>>;
 
 /// Reads the targets of a pass in the current transaction: the ones `kept` from an earlier
 /// pass when nothing they were read from has changed (their delete windows evaluated again),
@@ -159,9 +160,9 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
         if deleter::probe_sql(ext, index).is_err() || (citus && index.shard.is_none()) {
             index.index_oid = None;
         } else if citus {
-            let key = (index.table, index.part);
+            let key = (index.table, index.part, index.version.clone());
             let shard_index = *shard_indexes
-                .entry(key)
+                .entry(key.clone())
                 .or_insert_with(|| shard_index(ext, index));
             found.insert(key, shard_index);
             index.index_oid = shard_index;

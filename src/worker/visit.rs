@@ -210,6 +210,12 @@ impl Worker {
             }
             Ok(Some(outcome)) => {
                 let n = outcome.deleted;
+                if outcome.reached.is_some() && n as i64 > granted {
+                    // rows came into the ranges since the brake's walk marked them (inserted
+                    // already expired, or re-dated into the past): each later range is counted
+                    // just before its DELETE
+                    visit.marks = Marks::default();
+                }
                 budget::give_back(granted - n as i64);
                 stats::record_batch(index.stats_table(), index.stats_part(), n);
                 visit.removed += n;
