@@ -38,14 +38,15 @@
 #                   false): SELECT partman.drop_partition_time('public.events') `\watch 10` (the
 #                   retention step of run_maintenance(), alone: no partition is made meanwhile)
 # Per side, in the window (after a CHECKPOINT and STEADY_WARMUP s of load):
-#   expired age     how long the oldest row still present had been expired, sampled every second
+#   expired age     how long the oldest row still present had been expired, sampled every 0.1 s
 #                   (SELECT min(<the index's key>) FROM events, through the index): p99 and max
 #   size            pg_total_relation_size of the table (all partitions), with its indexes, at the
 #                   end of the window
 #   WAL             bytes written in the window by the whole server, per minute (the inserts are
 #                   the same on every side: the differences are the deleting)
 #   deleter CPU     user + system CPU seconds per minute of the deleting process: the jsonb_ttl
-#                   worker or the psql session's backend (/proc/PID/stat); pg_cron's job runs
+#                   worker or the psql session's backend (/proc/PID/schedstat: nanoseconds on a CPU,
+#                   where /proc/PID/stat counts 10 ms ticks); pg_cron's job runs
 #                   each in a new backend, counted by log_statement_stats of the role the job
 #                   runs as (the statement's CPU: its connection's start is left out)
 #   autovac CPU     CPU seconds per minute of autovacuum and autoanalyze (log_autovacuum_min_duration = 0)
@@ -98,9 +99,8 @@ trap 'touch "$WORK/stop"; sleep 1.5; scripts/cluster.sh destroy "$NAME"; rm -rf 
 psql() { "$PGBIN/psql" -h "$DIR/sock" -p "$PORT" -U postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
 db() { PGOPTIONS="-c client_min_messages=warning" psql -d bench -At "$@"; }
 pgbench() { "$PGBIN/pgbench" -h "$DIR/sock" -p "$PORT" -U postgres "$@"; }
-ticks=$(getconf CLK_TCK)
-cpu_of() {  # cpu_of PID: user + system seconds so far
-  awk -v t="$ticks" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / t}' "/proc/$1/stat" 2>/dev/null || echo 0
+cpu_of() {  # cpu_of PID: seconds on a CPU so far (the scheduler's nanoseconds, not 10 ms ticks)
+  awk '{printf "%.6f", $1 / 1e9}' "/proc/$1/schedstat" 2>/dev/null || echo 0
 }
 per_min() { awk -v a="$1" -v s="$WINDOW" 'BEGIN {printf "%.3f", a * 60 / s}'; }
 
@@ -188,7 +188,7 @@ side() {
   log0=$(wc -l <"$DIR/server.log")
   [ -n "$pid_query" ] && pid=$(db -c "$pid_query" | head -1)
   [ -n "$pid" ] && cpu0=$(cpu_of "$pid")
-  (while [ ! -e "$WORK/stop" ] && sleep 1; do
+  (while [ ! -e "$WORK/stop" ] && sleep 0.1; do
      echo "SELECT greatest(0, extract(epoch FROM now() - min($key)) - $TTL) FROM events WHERE $key IS NOT NULL;"
    done) | psql -d bench -At >"$WORK/samples" &
   local sampler=$!
@@ -280,7 +280,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   done
 done
 echo
-echo "(age: seconds the oldest row still present had been expired, sampled each second; size: table and"
+echo "(age: seconds the oldest row still present had been expired, sampled every 0.1 s; size: table and"
 echo " indexes at the end; WAL and CPU per minute of the window; ins p99: ms per 100-row insert; TPC-B: tps)"
 [ "$ROUNDS" -gt 1 ] || exit 0
 # each side's median [min-max] over the rounds, then the ratios of medians to the baselines
