@@ -233,45 +233,12 @@ unsafe fn scan_before(
     scan
 }
 
-/// The C functions a walk calls per entry, without pgrx's guard around each call (a
-/// `sigsetjmp` and the error stacks saved and restored, per entry: a third of a walk's time).
-/// Called only inside [`walk_guarded`], whose one guard catches an error raised in any of them.
-/// (A guarded call in there would turn its error into a panic inside that guard: undefined.)
-mod unguarded {
-    use pgrx::pg_sys;
-
-    extern "C-unwind" {
-        pub fn index_getnext_tid(
-            scan: pg_sys::IndexScanDesc,
-            direction: pg_sys::ScanDirection::Type,
-        ) -> pg_sys::ItemPointer;
-        pub fn nocache_index_getattr(
-            tup: pg_sys::IndexTuple,
-            attnum: std::ffi::c_int,
-            tuple_desc: pg_sys::TupleDesc,
-        ) -> pg_sys::Datum;
-        #[allow(non_snake_case)]
-        pub fn ProcessInterrupts();
-    }
-}
-
-/// Runs a walk of an index (`walk`: a loop of [`next_entry`] and [`stored_key`], which call C
-/// only through [`unguarded`]) under one guard of the boundary with PostgreSQL's C: an error
-/// raised in any call is caught there and goes on as a Rust panic, as from any guarded call.
-/// The walk owns nothing that needs dropping (integers, a scan pointer, `&mut` marks whose
-/// pushes are complete), so no destructor is skipped when a call jumps out of it; it does not
-/// panic.
-unsafe fn walk_guarded<T>(walk: impl FnOnce() -> T) -> T {
-    pg_sys::ffi::pg_guard_ffi_boundary(walk)
-}
-
-/// The next entry of `scan`: whether there is one (`seen` entries so far). Inside
-/// [`walk_guarded`] only.
+/// The next entry of `scan`: whether there is one (`seen` entries so far).
 unsafe fn next_entry(scan: pg_sys::IndexScanDesc, seen: i64) -> bool {
-    if seen % 4096 == 4095 && pg_sys::InterruptPending != 0 {
-        unguarded::ProcessInterrupts();
+    if seen % 4096 == 4095 {
+        pg_sys::check_for_interrupts!();
     }
-    !unguarded::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null()
+    !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null()
 }
 
 /// How many entries a forward scan of `index` for keys `< cutoff` returns, up to `most`,
@@ -284,19 +251,16 @@ unsafe fn count_before(
     mut marks: Option<&mut Marks>,
 ) -> i64 {
     let scan = scan_before(heap, index, None, cutoff, marks.is_some());
-    let entries = walk_guarded(|| {
-        let mut entries = 0;
-        while entries < most && next_entry(scan, entries) {
-            if let Some(marks) = marks.as_deref_mut().filter(|marks| marks.wants(entries)) {
-                // (the scan's condition `< cutoff` returns no null)
-                if let Some(key) = stored_key(scan) {
-                    marks.saw(entries, key);
-                }
+    let mut entries = 0;
+    while entries < most && next_entry(scan, entries) {
+        if let Some(marks) = marks.as_deref_mut().filter(|marks| marks.wants(entries)) {
+            // (the scan's condition `< cutoff` returns no null)
+            if let Some(key) = stored_key(scan) {
+                marks.saw(entries, key);
             }
-            entries += 1;
         }
-        entries
-    });
+        entries += 1;
+    }
     pg_sys::index_endscan(scan);
     entries
 }
@@ -310,17 +274,16 @@ unsafe fn walk_range(
     rows: i64,
 ) -> Option<RangeEnd> {
     let scan = scan_before(heap, index, Some(low), cutoff, true);
-    let (entries, end) = walk_guarded(|| {
-        let mut entries = 0;
-        while next_entry(scan, entries) {
-            entries += 1;
-            if entries > rows {
-                // the entry after the rows asked for: its key bounds the range
-                return (entries, Some(stored_key(scan)));
-            }
+    let mut entries = 0;
+    let mut end = None;
+    while next_entry(scan, entries) {
+        entries += 1;
+        if entries > rows {
+            // the entry after the rows asked for: its key bounds the range
+            end = Some(stored_key(scan));
+            break;
         }
-        (entries, None)
-    });
+    }
     pg_sys::index_endscan(scan);
     Some(match (entries, end) {
         (0, _) => RangeEnd::Empty,
@@ -332,7 +295,7 @@ unsafe fn walk_range(
 }
 
 /// The key of the entry `scan` returned last (a `timestamptz`, the only key of the index:
-/// see [`readable`]), or `None` if it has none stored (a null). Inside [`walk_guarded`] only.
+/// see [`readable`]), or `None` if it has none stored (a null).
 unsafe fn stored_key(scan: pg_sys::IndexScanDesc) -> Option<i64> {
     let tuple = (*scan).xs_itup;
     if tuple.is_null() {
@@ -341,7 +304,7 @@ unsafe fn stored_key(scan: pg_sys::IndexScanDesc) -> Option<i64> {
     if (*tuple).t_info & (pg_sys::INDEX_NULL_MASK as u16) != 0 {
         return None; // (a TTL index holds no null key: its predicate is `IS NOT NULL`)
     }
-    let key = unguarded::nocache_index_getattr(tuple, 1, (*scan).xs_itupdesc);
+    let key = pg_sys::nocache_index_getattr(tuple, 1, (*scan).xs_itupdesc);
     Some(key.value() as i64)
 }
 
@@ -355,6 +318,16 @@ mod tests {
     /// A key `seconds` after 2000-01-01 00:00 UTC, as the index stores it.
     fn key(seconds: i64) -> i64 {
         seconds * 1_000_000
+    }
+
+    /// The OIDs of the table and the index named so.
+    fn oids(table: &str, index: &str) -> (Oid, Oid) {
+        let oid = |name: &str| {
+            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
+                .expect("query runs")
+                .expect("relation exists")
+        };
+        (oid(table), oid(index))
     }
 
     /// The `timestamptz` of a stored key.
@@ -373,12 +346,7 @@ mod tests {
              DELETE FROM keyed WHERE t = timestamptz '2000-01-01 00:00:20+00';"
         ))
         .expect("table made");
-        let oid = |name: &str| {
-            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
-                .expect("query runs")
-                .expect("relation exists")
-        };
-        (oid("keyed"), oid("keyed_t"))
+        oids("keyed", "keyed_t")
     }
 
     #[pg_test]
@@ -430,12 +398,7 @@ mod tests {
              CREATE INDEX marked_t ON marked (t);",
         )
         .expect("table made");
-        let oid = |name: &str| {
-            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
-                .expect("query runs")
-                .expect("relation exists")
-        };
-        let (table, index) = (oid("marked"), oid("marked_t"));
+        let (table, index) = oids("marked", "marked_t");
         // (batches of about 2,048 rows: marks 256 entries apart)
         let mut marks = Marks::for_batches_of(2048);
         let counted = entries_before(table, index, key(2001), 10_000, Some(&mut marks));
@@ -518,12 +481,7 @@ mod tests {
              CREATE INDEX runs_t ON runs (t);",
         )
         .expect("table made");
-        let oid = |name: &str| {
-            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
-                .expect("query runs")
-                .expect("relation exists")
-        };
-        let (table, index) = (oid("runs"), oid("runs_t"));
+        let (table, index) = oids("runs", "runs_t");
         let mut marks = Marks::for_batches_of(128);
         assert_eq!(
             entries_before(table, index, key(701), 10_000, Some(&mut marks)),
@@ -541,8 +499,8 @@ mod tests {
         assert_eq!(end, Some(RangeEnd::Key(key(595))));
     }
 
-    /// A walk calls C without a guard per call: a cancel raised in it (at its 4,096th entry)
-    /// is caught by the walk's one guard and ends the statement as an error, as anywhere else.
+    /// A cancel that comes during a long walk (checked every 4,096 entries) ends it as an
+    /// error, as anywhere else: a brake's count of a huge backlog can be cut short.
     #[pg_test(error = "canceling statement due to user request")]
     fn walk_cancelled() {
         Spi::run(
@@ -552,12 +510,7 @@ mod tests {
              CREATE INDEX long_walk_t ON long_walk (t);",
         )
         .expect("table made");
-        let oid = |name: &str| {
-            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
-                .expect("query runs")
-                .expect("relation exists")
-        };
-        let (table, index) = (oid("long_walk"), oid("long_walk_t"));
+        let (table, index) = oids("long_walk", "long_walk_t");
         unsafe {
             pg_sys::QueryCancelPending = 1;
             pg_sys::InterruptPending = 1;
