@@ -126,11 +126,15 @@ mod tests {
         }
     }
 
+    /// Where a range goes by the marks: the furthest mark, the entries before it from the
+    /// range's start, whether the range ends there.
+    type Ahead = Option<(i64, i64, bool)>;
+
     #[test]
     fn ranges_by_marks() {
         let marks = walk(&(1..=2000).collect::<Vec<_>>());
         #[rustfmt::skip]
-        let cases: &[(&str, i64, i64, Option<(i64, i64, bool)>)] = &[
+        let cases: &[(&str, i64, i64, Ahead)] = &[
             // (what, low, rows, the furthest mark, the entries before it from low, whether the
             // range ends there)
             ("from the head, 1000 rows: the mark at 769 entries", i64::MIN, 1000, Some((770, 769, true))),
