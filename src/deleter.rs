@@ -45,7 +45,6 @@
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
-use crate::leaf_check::{self, Marks, RangeEnd};
 use crate::owner;
 use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
@@ -374,47 +373,6 @@ pub fn run_range(
         set_aside.to_vec().into_datum(),
     ];
     Ok(delete.execute(&args)?.0)
-}
-
-/// Where a batch by key range goes ([`range_of`]).
-pub enum Range {
-    /// No entry from its start to the cutoff: nothing to delete, the table is done.
-    Empty,
-    /// From its start to `high` (excluded; `None`: to the cutoff), which is how far it reaches.
-    To(Option<i64>, Reached),
-}
-
-/// Where a batch by key range of `index` ([`range_batch_sql`]) for at most `rows` rows from the
-/// key `low` goes, read from its TTL index ([`leaf_check::range_end`], through `marks` where
-/// they reach); `None` when no range can be used: the index or the cutoff cannot be read here
-/// (no recorded index OID, an interval whose cutoff depends on a time zone not this
-/// session's), or more than `rows` entries share the key `low` (the caller runs a plain batch
-/// instead). In the batch's frame, as the owner: the time zone `now() - $1` computes in is this
-/// session's, and the DELETE tests expiry itself, whatever the walk's cutoff was.
-pub fn range_of(
-    index: &TtlIndex,
-    expire_after: &Interval,
-    (low, rows, marks): (i64, i64, &Marks),
-) -> Option<Range> {
-    let index_oid = index.index_oid?;
-    let cutoff = leaf_check::cutoff(expire_after, || true)?;
-    Some(
-        match leaf_check::range_end(index.table, index_oid, low, cutoff, rows, marks)? {
-            RangeEnd::Empty => Range::Empty,
-            RangeEnd::Run => return None,
-            RangeEnd::Key(key) => Range::To(Some(key), Reached::Key(key)),
-            RangeEnd::Cutoff => Range::To(None, Reached::Cutoff),
-        },
-    )
-}
-
-/// The outcome of a batch by key range that removed `deleted` rows and reached `reached`.
-pub fn range_outcome(deleted: u64, reached: Reached) -> Outcome {
-    Outcome {
-        picked: None,
-        deleted,
-        reached: Some(reached),
-    }
 }
 
 /// What a batch of the worker sets on top of everything, the owner's settings included: its

@@ -320,14 +320,23 @@ mod tests {
         seconds * 1_000_000
     }
 
-    /// The OIDs of the table and the index named so.
-    fn oids(table: &str, index: &str) -> (Oid, Oid) {
+    /// A table `name (t timestamptz)` with a row keyed each of `seconds` after 2000 (a FROM
+    /// item of a column `s`), and its index `name_t` on `t` (with `index_options`): the
+    /// table's and the index's OIDs.
+    fn seconds_table(name: &str, seconds: &str, index_options: &str) -> (Oid, Oid) {
+        Spi::run(&format!(
+            "CREATE TABLE {name} (t timestamptz);
+             INSERT INTO {name} SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
+               FROM {seconds};
+             CREATE INDEX {name}_t ON {name} (t {index_options});"
+        ))
+        .expect("table made");
         let oid = |name: &str| {
             Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
                 .expect("query runs")
                 .expect("relation exists")
         };
-        (oid(table), oid(index))
+        (oid(name), oid(&format!("{name}_t")))
     }
 
     /// The `timestamptz` of a stored key.
@@ -338,15 +347,11 @@ mod tests {
     /// A table keyed 10, 20, 30, 30, 30, 40, 50 (seconds after 2000), its row keyed 20 deleted
     /// in this transaction (its entry stays), and its index: the table's and the index's OIDs.
     fn keyed_table(index_options: &str) -> (Oid, Oid) {
-        Spi::run(&format!(
-            "CREATE TABLE keyed (t timestamptz);
-             INSERT INTO keyed SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
-               FROM unnest(ARRAY[10, 20, 30, 30, 30, 40, 50]) s;
-             CREATE INDEX keyed_t ON keyed (t {index_options});
-             DELETE FROM keyed WHERE t = timestamptz '2000-01-01 00:00:20+00';"
-        ))
-        .expect("table made");
-        oids("keyed", "keyed_t")
+        let seconds = "unnest(ARRAY[10, 20, 30, 30, 30, 40, 50]) s";
+        let oids = seconds_table("keyed", seconds, index_options);
+        Spi::run("DELETE FROM keyed WHERE t = timestamptz '2000-01-01 00:00:20+00'")
+            .expect("row deleted");
+        oids
     }
 
     #[pg_test]
@@ -391,14 +396,7 @@ mod tests {
     fn range_ends_by_marks() {
         // 2,000 entries keyed 1 to 2000 seconds after 2000; the walk of the safety brake
         // (entries_before) leaves marks after every 256th entry: 257 entries before key 258...
-        Spi::run(
-            "CREATE TABLE marked (t timestamptz);
-             INSERT INTO marked SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
-               FROM generate_series(1, 2000) s;
-             CREATE INDEX marked_t ON marked (t);",
-        )
-        .expect("table made");
-        let (table, index) = oids("marked", "marked_t");
+        let (table, index) = seconds_table("marked", "generate_series(1, 2000) s", "");
         // (batches of about 2,048 rows: marks 256 entries apart)
         let mut marks = Marks::for_batches_of(2048);
         let counted = entries_before(table, index, key(2001), 10_000, Some(&mut marks));
@@ -470,18 +468,10 @@ mod tests {
     fn range_end_run_at_a_mark() {
         // keys 1 to 593, 300 entries keyed 594, then 595 to 700 (seconds after 2000); marks 16
         // apart (batches of 128): (593, 594) begins the run, the next is (893, 595)
-        Spi::run(
-            "CREATE TABLE runs (t timestamptz);
-             INSERT INTO runs SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
-               FROM generate_series(1, 593) s;
-             INSERT INTO runs SELECT timestamptz '2000-01-01 00:00+00' + interval '594 s'
-               FROM generate_series(1, 300);
-             INSERT INTO runs SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
-               FROM generate_series(595, 700) s;
-             CREATE INDEX runs_t ON runs (t);",
-        )
-        .expect("table made");
-        let (table, index) = oids("runs", "runs_t");
+        let seconds =
+            "(SELECT generate_series(1, 593) UNION ALL SELECT 594 FROM generate_series(1, 300)
+                        UNION ALL SELECT generate_series(595, 700)) v(s)";
+        let (table, index) = seconds_table("runs", seconds, "");
         let mut marks = Marks::for_batches_of(128);
         assert_eq!(
             entries_before(table, index, key(701), 10_000, Some(&mut marks)),
@@ -503,14 +493,7 @@ mod tests {
     /// error, as anywhere else: a brake's count of a huge backlog can be cut short.
     #[pg_test(error = "canceling statement due to user request")]
     fn walk_cancelled() {
-        Spi::run(
-            "CREATE TABLE long_walk (t timestamptz);
-             INSERT INTO long_walk SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
-               FROM generate_series(1, 5000) s;
-             CREATE INDEX long_walk_t ON long_walk (t);",
-        )
-        .expect("table made");
-        let (table, index) = oids("long_walk", "long_walk_t");
+        let (table, index) = seconds_table("long_walk", "generate_series(1, 5000) s", "");
         unsafe {
             pg_sys::QueryCancelPending = 1;
             pg_sys::InterruptPending = 1;

@@ -38,11 +38,6 @@ impl Marks {
         }
     }
 
-    /// About how many entries apart the marks are (0: none recorded).
-    pub fn every(&self) -> i64 {
-        self.every
-    }
-
     /// Whether the walk must read the key of the entry at position `entries` (0: the index's
     /// first entry) for [`Marks::saw`].
     pub fn wants(&self, entries: i64) -> bool {
@@ -92,7 +87,6 @@ mod tests {
     fn walk(keys: &[i64]) -> Marks {
         // (batches of 2,048 rows: 256 entries apart)
         let mut marks = Marks::for_batches_of(2048);
-        assert_eq!(marks.every(), 256);
         for (entries, &key) in keys.iter().enumerate() {
             if marks.wants(entries as i64) {
                 marks.saw(entries as i64, key);
@@ -165,11 +159,11 @@ mod tests {
         #[rustfmt::skip]
         let cases = [(1, 16), (100, 16), (1000, 125), (70_000, 4096), (50_000_000, 4096)];
         for (rows, every) in cases {
-            assert_eq!(
-                Marks::for_batches_of(rows).every(),
-                every,
-                "batches of {rows}"
-            );
+            // a mark is due at every `every`-th entry, and at none between
+            let marks = Marks::for_batches_of(rows);
+            assert!(marks.wants(every), "batches of {rows}: due at {every}");
+            assert!(!marks.wants(every - 1), "batches of {rows}: not before");
+            assert!(marks.wants(2 * every), "batches of {rows}: due again");
         }
         // none asked for: none recorded
         assert!(!Marks::default().wants(256));

@@ -9,10 +9,10 @@ use super::Worker;
 use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
-use crate::deleter::{self, Batch, Outcome, Range, Reached};
+use crate::deleter::{self, Batch, Outcome, Reached};
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
-use crate::leaf_check::Marks;
+use crate::leaf_check::{self, Marks, RangeEnd};
 use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable;
@@ -174,8 +174,9 @@ pub(super) fn run_statements(
 }
 
 /// A batch by key range ([`deleter::range_batch_sql`]) of at most `rows` rows from the key
-/// `low`, its end read from the TTL index first ([`deleter::range_of`], through `marks` where
-/// they reach); `None` when no range can be used (the caller runs a plain batch).
+/// `low`, its end read from the TTL index first ([`leaf_check::range_end`], through `marks`
+/// where they reach); `None` when the range cannot be used: the index or the cutoff cannot be
+/// read here, or more than `rows` entries share the key `low` (the caller runs a plain batch).
 fn run_range(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     ext: &Extension,
@@ -184,10 +185,16 @@ fn run_range(
     (low, rows, marks): (i64, i64, &Marks),
     set_aside: &[pg_sys::ItemPointerData],
 ) -> Option<Outcome> {
-    let (high, reached) = match deleter::range_of(current, &expire_after, (low, rows, marks))? {
-        Range::Empty => return Some(deleter::range_outcome(0, Reached::Cutoff)),
-        Range::To(high, reached) => (high, reached),
-    };
+    let index_oid = current.index_oid?;
+    // (in the frame, as the owner: the time zone `now() - $1` computes in is this session's)
+    let cutoff = leaf_check::cutoff(&expire_after, || true)?;
+    let (high, reached) =
+        match leaf_check::range_end(current.table, index_oid, low, cutoff, rows, marks)? {
+            RangeEnd::Empty => return Some(range_outcome(0, Reached::Cutoff)),
+            RangeEnd::Run => return None,
+            RangeEnd::Key(key) => (Some(key), Reached::Key(key)),
+            RangeEnd::Cutoff => (None, Reached::Cutoff),
+        };
     let skip = !set_aside.is_empty();
     let sql = deleter::range_batch_sql(ext, current, skip).unwrap_or_else(|e| error!("{e}"));
     let key = (current.target(), Batch::Range);
@@ -196,7 +203,15 @@ fn run_range(
     let deleted =
         Spi::connect_mut(|_| deleter::run_range(delete, expire_after, low, high, set_aside))
             .unwrap_or_else(|e| error!("delete failed: {e}"));
-    Some(deleter::range_outcome(deleted, reached))
+    Some(range_outcome(deleted, reached))
+}
+
+fn range_outcome(deleted: u64, reached: Reached) -> Outcome {
+    Outcome {
+        picked: None,
+        deleted,
+        reached: Some(reached),
+    }
 }
 
 /// Runs `f` as one batch of `index` ([`Frame::run`]) in its own transaction, within

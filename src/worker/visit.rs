@@ -50,9 +50,9 @@ struct Visit {
 }
 
 impl Visit {
-    /// A visit whose first batch starts from `last_rows`, where the table's last visit left its
-    /// batch size.
-    fn start(index: &TtlIndex, last_rows: Option<i64>, marks: Marks) -> Visit {
+    /// A visit whose first batch asks for `rows` ([`first_rows`]), with the safety brake's
+    /// `marks`.
+    fn start(index: &TtlIndex, rows: i64, marks: Marks) -> Visit {
         let max_table = gucs::MAX_TABLE_REMOVES.get() as i64;
         let target = Duration::from_millis(gucs::BATCH_TIME_MS.get() as u64);
         let max_rows = lower(gucs::BATCH_SIZE.get() as i64, index.batch_size);
@@ -60,7 +60,6 @@ impl Visit {
             gucs::MAX_REMOVES_PER_SECOND.get() as i64,
             index.max_removes_per_second,
         );
-        let rows = first_rows(index, last_rows);
         Visit {
             purge: Purge::default(),
             marks,
@@ -104,9 +103,8 @@ impl Worker {
     pub(super) fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
         // (a Citus shard starts where its node's shards of the same table left the size: no
         // ramp-up from the first batch size in each shard)
-        let last_rows = self.batch_rows.get(&index.stats_table()).copied();
-        let marks = Marks::for_batches_of(first_rows(index, last_rows));
-        let marks = match self.brake(ext, index, marks) {
+        let rows = first_rows(index, self.batch_rows.get(&index.stats_table()).copied());
+        let marks = match self.brake(ext, index, Marks::for_batches_of(rows)) {
             Brake::Go(marks) => marks,
             Brake::Paused => {
                 // not an error: ttl_stats shows it as paused, with its reason in skipped
@@ -118,7 +116,7 @@ impl Worker {
                 return report(index, 0, Limit::None, Some(e), None, Ended::default())
             }
         };
-        let mut visit = Visit::start(index, last_rows, marks);
+        let mut visit = Visit::start(index, rows, marks);
         while self.next_batch(ext, index, &mut visit) {}
         self.end_visit(ext, index, visit)
     }
