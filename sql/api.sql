@@ -60,7 +60,8 @@ SELECT t.table_oid                          AS table_name,
        t.batch_size,
        t.max_removes_per_second,
        t.replication_origin,
-       t.logical_message
+       t.logical_message,
+       t.archive_to
 FROM jsonb_ttl_internal.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal.index_oid o
@@ -82,7 +83,7 @@ AS $$
            t.drop_partitions, t.paused_at IS NOT NULL,
            jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
            t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
-           rows_expired
+           rows_expired, t.archive_to
     FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
@@ -95,7 +96,8 @@ CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after interval,
                                  batch_size integer DEFAULT NULL,
                                  max_removes_per_second integer DEFAULT NULL,
                                  replication_origin boolean DEFAULT false,
-                                 logical_message boolean DEFAULT false)
+                                 logical_message boolean DEFAULT false,
+                                 archive_to regclass DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -109,11 +111,12 @@ BEGIN
     PERFORM jsonb_ttl_internal._ttl_index_controls(tbl, created, paused, delete_window, batch_size,
                                                    max_removes_per_second, replication_origin,
                                                    logical_message);
+    PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, created);
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, created,
         CASE WHEN created THEN jsonb_ttl_internal._ttl_first_backlog(tbl) END);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean, regclass) IS
   'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
 
 CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
@@ -125,7 +128,8 @@ CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after numeric,
                                  batch_size integer DEFAULT NULL,
                                  max_removes_per_second integer DEFAULT NULL,
                                  replication_origin boolean DEFAULT false,
-                                 logical_message boolean DEFAULT false)
+                                 logical_message boolean DEFAULT false,
+                                 archive_to regclass DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -134,9 +138,9 @@ AS $$
                                         time_zone, filter, touch, build, hide_expired,
                                         row_ttl_path, drop_partitions, paused, delete_window,
                                         batch_size, max_removes_per_second, replication_origin,
-                                        logical_message)
+                                        logical_message, archive_to)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean, regclass) IS
   'Creates the TTL index of a table, with expire_after in seconds.';
 
 -- expire_after as people type it first, an untyped literal ('1 day', '3600', '86400.5'): the
@@ -166,7 +170,8 @@ CREATE FUNCTION ttl_index_create(tbl regclass, path text, expire_after text,
                                  batch_size integer DEFAULT NULL,
                                  max_removes_per_second integer DEFAULT NULL,
                                  replication_origin boolean DEFAULT false,
-                                 logical_message boolean DEFAULT false)
+                                 logical_message boolean DEFAULT false,
+                                 archive_to regclass DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -175,9 +180,9 @@ AS $$
                                         numeric_unit, time_zone, filter, touch, build, hide_expired,
                                         row_ttl_path, drop_partitions, paused, delete_window,
                                         batch_size, max_removes_per_second, replication_origin,
-                                        logical_message)
+                                        logical_message, archive_to)
 $$;
-COMMENT ON FUNCTION ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean) IS
+COMMENT ON FUNCTION ttl_index_create(regclass, text, text, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean, regclass) IS
   'Creates the TTL index of a table, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL,
@@ -189,7 +194,8 @@ CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after interval DEFAULT NULL
                                 replication_origin boolean DEFAULT NULL,
                                 logical_message boolean DEFAULT NULL,
                                 path text DEFAULT NULL, numeric_unit text DEFAULT NULL,
-                                row_ttl_path text DEFAULT NULL)
+                                row_ttl_path text DEFAULT NULL,
+                                archive_to regclass DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -199,10 +205,10 @@ BEGIN
        AND drop_partitions IS NULL AND filter IS NULL AND delete_window IS NULL
        AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
        AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
-       AND row_ttl_path IS NULL THEN
+       AND row_ttl_path IS NULL AND archive_to IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
             USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
+                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message, archive_to or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
@@ -234,11 +240,14 @@ BEGIN
                                                            max_removes_per_second,
                                                            replication_origin, logical_message);
     END IF;
+    IF archive_to IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, NULL);
+    END IF;
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
 END
 $$;
-COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean, text, text, text) IS
-  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
+COMMENT ON FUNCTION ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean, text, text, text, regclass) IS
+  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message, and archive_to (the table expired rows move into, in the same transaction; ''-'' for none).';
 
 CREATE FUNCTION ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS @extschema@.ttl_index_info
@@ -603,6 +612,7 @@ COMMENT ON COLUMN ttl_indexes.batch_size IS 'Rows a batch deletes (NULL: the wor
 COMMENT ON COLUMN ttl_indexes.max_removes_per_second IS 'The rate the worker deletes at most (NULL: no limit of its own).';
 COMMENT ON COLUMN ttl_indexes.replication_origin IS 'Whether deletes are written under a replication origin (hidden from origin = none subscribers).';
 COMMENT ON COLUMN ttl_indexes.logical_message IS 'Whether each batch writes a logical decoding message with the rows it deleted.';
+COMMENT ON COLUMN ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted).';
 
 COMMENT ON VIEW ttl_stats IS 'What the background worker did, one row per table it deletes from (a leaf partition for a partitioned table), like pg_stat_*.';
 COMMENT ON COLUMN ttl_stats.table_name IS 'The table the worker deletes from.';

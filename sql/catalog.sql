@@ -38,7 +38,8 @@ CREATE TABLE jsonb_ttl_internal.ttl_index (
     batch_size   integer CHECK (batch_size OPERATOR(pg_catalog.>) 0),  -- at most jsonb_ttl.batch_size; NULL: the setting
     max_removes_per_second integer CHECK (max_removes_per_second OPERATOR(pg_catalog.>) 0), -- likewise
     replication_origin boolean NOT NULL DEFAULT false, -- the worker's deletes carry the origin jsonb_ttl
-    logical_message boolean NOT NULL DEFAULT false     -- one logical decoding message per batch
+    logical_message boolean NOT NULL DEFAULT false,    -- one logical decoding message per batch
+    archive_to   regclass                -- expired rows move into this table; NULL: they are deleted
 );
 COMMENT ON TABLE jsonb_ttl_internal.ttl_index IS 'jsonb_ttl: one TTL index per table. Change it through ttl_index_create / ttl_index_alter / ttl_index_drop.';
 SELECT pg_catalog.pg_extension_config_dump('jsonb_ttl_internal.ttl_index', '');
@@ -66,7 +67,8 @@ CREATE TYPE ttl_index_info AS (
     max_removes_per_second integer,
     replication_origin boolean,
     logical_message  boolean,
-    rows_expired     bigint       -- at creation: the rows already expired (the first backlog)
+    rows_expired     bigint,      -- at creation: the rows already expired (the first backlog)
+    archive_to       regclass     -- the table expired rows move into; NULL: they are deleted
 );
 
 -- The indexes of each TTL index, by OID (objects are followed by OID, never by name: a name can

@@ -171,6 +171,11 @@ ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.jsonb) SET SCHEMA jsonb_tt
 ALTER FUNCTION @extschema@.ttl_row_seconds(pg_catalog.numeric) SET SCHEMA jsonb_ttl_internal;
 ALTER FUNCTION @extschema@.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) SET SCHEMA jsonb_ttl_internal;
 
+-- archive_to (see the end of this file): a column of the catalog, and of what
+-- ttl_index_create and ttl_index_alter return, last.
+ALTER TABLE jsonb_ttl_internal.ttl_index ADD COLUMN archive_to pg_catalog.regclass;
+ALTER TYPE @extschema@.ttl_index_info ADD ATTRIBUTE archive_to pg_catalog.regclass;
+
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl pg_catalog.regclass, is_newly_created pg_catalog.bool, rows_expired pg_catalog.int8)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE sql STABLE
@@ -182,7 +187,7 @@ AS $$
            t.drop_partitions, t.paused_at IS NOT NULL,
            jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end),
            t.batch_size, t.max_removes_per_second, t.replication_origin, t.logical_message,
-           rows_expired
+           rows_expired, t.archive_to
     FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
 $$;
 
@@ -390,7 +395,8 @@ CREATE FUNCTION @extschema@.ttl_index_alter(tbl pg_catalog.regclass, expire_afte
                                             replication_origin pg_catalog.bool DEFAULT NULL,
                                             logical_message pg_catalog.bool DEFAULT NULL,
                                             path pg_catalog.text DEFAULT NULL, numeric_unit pg_catalog.text DEFAULT NULL,
-                                            row_ttl_path pg_catalog.text DEFAULT NULL)
+                                            row_ttl_path pg_catalog.text DEFAULT NULL,
+                                            archive_to pg_catalog.regclass DEFAULT NULL)
 RETURNS @extschema@.ttl_index_info
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -400,10 +406,10 @@ BEGIN
        AND drop_partitions IS NULL AND filter IS NULL AND delete_window IS NULL
        AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
        AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
-       AND row_ttl_path IS NULL THEN
+       AND row_ttl_path IS NULL AND archive_to IS NULL THEN
         RAISE EXCEPTION 'nothing to change'
             USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message or several.';
+                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message, archive_to or several.';
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);
@@ -435,14 +441,18 @@ BEGIN
                                                            max_removes_per_second,
                                                            replication_origin, logical_message);
     END IF;
+    IF archive_to IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, NULL);
+    END IF;
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_alter(pg_catalog.regclass, pg_catalog.interval, pg_catalog.text, pg_catalog.bool,
                                                 pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.text,
                                                 pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool,
-                                                pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
-  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message.';
+                                                pg_catalog.text, pg_catalog.text, pg_catalog.text,
+                                                pg_catalog.regclass) IS
+  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time and the per-row row_ttl_path ('''' removes it), the time zone a timestamp or date column is read in and the filter (these rebuild the index), touch (its trigger), hide_expired (its policies), drop_partitions (drop, detach or off), and the operator''s controls: delete_window, batch_size, max_removes_per_second (0 or '''' for none), replication_origin, logical_message, and archive_to (the table expired rows move into, in the same transaction; ''-'' for none).';
 
 -- One batch by key range of the worker's (0.4.0's batches), run in the caller's transaction:
 -- for tests (tests/isolation), as _ttl_worker_batch.
@@ -456,3 +466,132 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_worker_range_batch_wrapper';
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_range_batch(oid, bigint, timestamptz) FROM PUBLIC;
+
+-- archive_to (issue 34): each batch moves its expired rows into another table, in the same
+-- transaction as their delete (src/archive.rs, docs/archive.md). A catalog column, a column
+-- of ttl_index_info and of ttl_indexes, last, and a parameter more, last, of ttl_index_create
+-- and ttl_index_alter (above), so every call written for 0.3.0 means what it meant.
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_archive"(
+	"tbl" oid, /* Option < Oid > */
+	"archive_to" oid, /* Option < Oid > */
+	"created" bool /* Option < bool > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_archive_wrapper';
+CREATE OR REPLACE VIEW @extschema@.ttl_indexes AS
+SELECT t.table_oid                          AS table_name,
+       t.column_name,
+       t.path,
+       t.json_path,
+       t.expire_after,
+       t.numeric_unit,
+       t.index_name,
+       i.relpages::pg_catalog.int8 OPERATOR(pg_catalog.*)
+         pg_catalog.current_setting('block_size'::pg_catalog.text)::pg_catalog.int8 AS index_size,
+       t.created_at,
+       t.time_zone,
+       t.paused_at,
+       t.filter,
+       t.touch,
+       t.hide_expired,
+       t.row_ttl_path,
+       t.drop_partitions,
+       t.paused_by,
+       t.paused_reason,
+       jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end) AS delete_window,
+       t.batch_size,
+       t.max_removes_per_second,
+       t.replication_origin,
+       t.logical_message,
+       t.archive_to
+FROM jsonb_ttl_internal.ttl_index t
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+LEFT JOIN jsonb_ttl_internal.index_oid o
+       ON o.table_oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+      AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
+LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_oid
+                              AND x.indrelid OPERATOR(pg_catalog.=) c.oid
+LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
+COMMENT ON COLUMN @extschema@.ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted).';
+DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
+DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
+DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
+CREATE FUNCTION @extschema@.ttl_index_create(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.interval,
+                                 numeric_unit pg_catalog.text DEFAULT 's', time_zone pg_catalog.text DEFAULT NULL,
+                                 filter pg_catalog.text DEFAULT NULL, touch pg_catalog.bool DEFAULT false,
+                                 build pg_catalog.bool DEFAULT true, hide_expired pg_catalog.bool DEFAULT false,
+                                 row_ttl_path pg_catalog.text DEFAULT NULL, drop_partitions pg_catalog.text DEFAULT NULL,
+                                 paused pg_catalog.bool DEFAULT false, delete_window pg_catalog.text DEFAULT NULL,
+                                 batch_size pg_catalog.int4 DEFAULT NULL,
+                                 max_removes_per_second pg_catalog.int4 DEFAULT NULL,
+                                 replication_origin pg_catalog.bool DEFAULT false,
+                                 logical_message pg_catalog.bool DEFAULT false,
+                                 archive_to pg_catalog.regclass DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    created boolean := jsonb_ttl_internal._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
+                                                     filter, touch, build, hide_expired,
+                                                     row_ttl_path, drop_partitions);
+BEGIN
+    -- the operator's controls: set on a new TTL index, compared with an existing one's
+    PERFORM jsonb_ttl_internal._ttl_index_controls(tbl, created, paused, delete_window, batch_size,
+                                                   max_removes_per_second, replication_origin,
+                                                   logical_message);
+    PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, created);
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created,
+        CASE WHEN created THEN jsonb_ttl_internal._ttl_first_backlog(tbl) END);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool, pg_catalog.regclass) IS
+  'Creates the TTL index of a table: rows expire expire_after past the point in time at path.';
+CREATE FUNCTION @extschema@.ttl_index_create(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.numeric,
+                                 numeric_unit pg_catalog.text DEFAULT 's', time_zone pg_catalog.text DEFAULT NULL,
+                                 filter pg_catalog.text DEFAULT NULL, touch pg_catalog.bool DEFAULT false,
+                                 build pg_catalog.bool DEFAULT true, hide_expired pg_catalog.bool DEFAULT false,
+                                 row_ttl_path pg_catalog.text DEFAULT NULL, drop_partitions pg_catalog.text DEFAULT NULL,
+                                 paused pg_catalog.bool DEFAULT false, delete_window pg_catalog.text DEFAULT NULL,
+                                 batch_size pg_catalog.int4 DEFAULT NULL,
+                                 max_removes_per_second pg_catalog.int4 DEFAULT NULL,
+                                 replication_origin pg_catalog.bool DEFAULT false,
+                                 logical_message pg_catalog.bool DEFAULT false,
+                                 archive_to pg_catalog.regclass DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), numeric_unit,
+                                        time_zone, filter, touch, build, hide_expired,
+                                        row_ttl_path, drop_partitions, paused, delete_window,
+                                        batch_size, max_removes_per_second, replication_origin,
+                                        logical_message, archive_to)
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool, pg_catalog.regclass) IS
+  'Creates the TTL index of a table, with expire_after in seconds.';
+CREATE FUNCTION @extschema@.ttl_index_create(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.text,
+                                 numeric_unit pg_catalog.text DEFAULT 's', time_zone pg_catalog.text DEFAULT NULL,
+                                 filter pg_catalog.text DEFAULT NULL, touch pg_catalog.bool DEFAULT false,
+                                 build pg_catalog.bool DEFAULT true, hide_expired pg_catalog.bool DEFAULT false,
+                                 row_ttl_path pg_catalog.text DEFAULT NULL, drop_partitions pg_catalog.text DEFAULT NULL,
+                                 paused pg_catalog.bool DEFAULT false, delete_window pg_catalog.text DEFAULT NULL,
+                                 batch_size pg_catalog.int4 DEFAULT NULL,
+                                 max_removes_per_second pg_catalog.int4 DEFAULT NULL,
+                                 replication_origin pg_catalog.bool DEFAULT false,
+                                 logical_message pg_catalog.bool DEFAULT false,
+                                 archive_to pg_catalog.regclass DEFAULT NULL)
+RETURNS @extschema@.ttl_index_info
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.ttl_index_create(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after),
+                                        numeric_unit, time_zone, filter, touch, build, hide_expired,
+                                        row_ttl_path, drop_partitions, paused, delete_window,
+                                        batch_size, max_removes_per_second, replication_origin,
+                                        logical_message, archive_to)
+$$;
+COMMENT ON FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool, pg_catalog.regclass) IS
+  'Creates the TTL index of a table, with expire_after as typed: ''1 day'', or ''3600'' seconds.';

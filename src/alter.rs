@@ -39,6 +39,14 @@ fn rearm_brake(ext: &Extension, table: &Table) {
 pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<partitions::Mode>) {
     let current = ttl_index_of(ext, table);
     citus::check_options(table.oid, &table.name, false, false, mode.is_some(), false);
+    if mode == Some(partitions::Mode::Drop) && current.archive_to.is_some() {
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("drop_partitions => 'drop' cannot go with archive_to on {}", table.name),
+            "A dropped partition's rows would never reach the archive: use 'detach' (the \
+             detached partition keeps its rows), or remove archive_to first ('-').",
+        );
+    }
     if mode.is_some() {
         let reference = current
             .base_reference(ext)

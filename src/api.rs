@@ -309,6 +309,24 @@ fn ttl_index_controls(
     }
 }
 
+/// `archive_to` of `ttl_index_create` (`created`: whether it created the TTL index) and of
+/// `ttl_index_alter` (`created` NULL) (see [`crate::archive::set`]); NULL: not given.
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_archive",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_archive(tbl: Option<Oid>, archive_to: Option<Oid>, created: Option<bool>) {
+    let Some(archive) = archive_to else {
+        return;
+    };
+    let table = owned_table(tbl);
+    let ext = Extension::current();
+    crate::archive::set(&ext, &table, archive, created);
+}
+
 /// `ttl_index_alter(tbl, delete_window => …, batch_size => …, …)` (see [`controls`]).
 #[pg_extern(
     volatile,

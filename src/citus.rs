@@ -32,7 +32,7 @@ pub fn hash_distributed(table: Oid) -> bool {
 }
 
 /// Whether `table` is a Citus table of any kind, or a shard of one.
-fn citus_table(table: Oid) -> bool {
+pub(crate) fn citus_table(table: Oid) -> bool {
     present()
         && crate::read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition \

@@ -111,7 +111,7 @@ pub fn batch_sql(
     index: &TtlIndex,
     skip_set_aside: bool,
 ) -> Result<String, String> {
-    Ok(format!(
+    index.archived(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({}))",
         index.qualified_table,
         pick_sql(ext, index, skip_set_aside)?,
@@ -141,7 +141,7 @@ pub fn unlocked_batch_sql(
     let reference = index.reference(ext)?;
     let set_aside = not_set_aside(skip_set_aside, "$3");
     let expired = index.expired(ext, &reference);
-    Ok(format!(
+    index.archived(format!(
         "{MARKER}DELETE FROM ONLY {table} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(\
          SELECT ctid FROM ONLY {table} WHERE {expired}{set_aside} LIMIT $2)) AND {expired}",
         table = index.qualified_table,
@@ -173,7 +173,7 @@ pub fn range_batch_sql(
 ) -> Result<String, String> {
     let reference = index.reference(ext)?;
     let set_aside = not_set_aside(skip_set_aside, "$4");
-    Ok(format!(
+    index.archived(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE {reference} OPERATOR(pg_catalog.>=) $2 \
          AND {reference} OPERATOR(pg_catalog.<) $3 AND {}{set_aside}",
         index.qualified_table,
@@ -215,7 +215,7 @@ pub const BATCH_ARGS: [PgBuiltInOids; 3] = [
 /// the rows): how a failed batch is retried in parts (see [`delete_in_parts`]).
 pub fn delete_rows_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
     let reference = index.reference(ext)?;
-    Ok(format!(
+    index.archived(format!(
         "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
         index.qualified_table,
         index.expired(ext, &reference)
@@ -242,10 +242,13 @@ pub const MAX_SUBTRANSACTIONS: usize = 64;
 /// [`MAX_SUBTRANSACTIONS`] are opened, and the rows not reached stay for the next batch. A
 /// failure that belongs to the moment (a cancel, `jsonb_ttl.batch_timeout`, a lock timeout, a
 /// deadlock) is no row's fault: it ends the whole split, raised again, and sets nothing aside.
+/// `archives`: `delete_rows` is the archiving form ([`crate::archive::wrap`]), which returns
+/// the count of rows it removed.
 pub fn delete_in_parts(
     delete_rows: &str,
     expire_after: Interval,
     rows: &[pg_sys::ItemPointerData],
+    archives: bool,
 ) -> Parts {
     let mut parts = Parts::default();
     let mut pending: Vec<&[pg_sys::ItemPointerData]> = vec![rows];
@@ -266,7 +269,11 @@ pub fn delete_in_parts(
                         None,
                         &[expire_after.into(), part.to_vec().into()],
                     )
-                    .map(|done| done.len() as u64)
+                    .and_then(|done| match archives {
+                        // the archiving form returns the count of rows its DELETE removed
+                        true => done.first().get_one::<i64>().map(|n| n.unwrap_or(0) as u64),
+                        false => Ok(done.len() as u64),
+                    })
             })
             .unwrap_or_else(|e| error!("{e}"))
         });
@@ -349,7 +356,7 @@ pub fn run_batch(
         Some(statement) => Some(statement.execute(&args())?.1.unwrap_or(0) as u64),
         None => None,
     };
-    let (deleted, _) = delete.execute(&args())?;
+    let deleted = delete.removed(&args())?;
     Ok(Outcome::picked(picked, deleted))
 }
 
@@ -372,7 +379,7 @@ pub fn run_range(
         key(high.unwrap_or(i64::MAX)),
         set_aside.to_vec().into_datum(),
     ];
-    Ok(delete.execute(&args)?.0)
+    delete.removed(&args)
 }
 
 /// What a batch of the worker sets on top of everything, the owner's settings included: its

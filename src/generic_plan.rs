@@ -77,6 +77,19 @@ impl GenericPlan {
     }
 }
 
+impl GenericPlan {
+    /// Executes a batch statement (see [`GenericPlan::execute`]) and returns the rows it
+    /// removed: a DELETE's own count, or for a statement that returns rows (a DELETE whose rows
+    /// go into an archive, [`crate::archive::wrap`]) the count in its one row.
+    pub fn removed(&self, args: &[Option<Datum>]) -> Result<u64, String> {
+        let (processed, first) = self.execute(args)?;
+        Ok(match unsafe { pg_sys::SPI_tuptable }.is_null() {
+            true => processed,
+            false => first.unwrap_or(0) as u64,
+        })
+    }
+}
+
 impl Drop for GenericPlan {
     fn drop(&mut self) {
         unsafe { pg_sys::SPI_freeplan(self.plan.as_ptr()) };

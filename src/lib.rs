@@ -25,6 +25,7 @@ compile_error!("jsonb_ttl supports PostgreSQL 15, 16, 17 and 18");
 pub mod advise;
 pub mod alter;
 pub mod api;
+pub mod archive;
 pub mod bgw;
 pub mod brake;
 pub mod budget;

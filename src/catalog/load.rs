@@ -164,7 +164,7 @@ fn columns_sql(ext: &Extension, has: &dyn Fn(&str) -> bool) -> String {
                 {batch_size}, {max_removes_per_second}, \
                 {replication_origin}, {logical_message}, \
                 {index_oid}, {row_index_oid}, \
-                {window_start}, {window_end}, {VERSION_SQL}",
+                {window_start}, {window_end}, {VERSION_SQL}, {archive_to}",
         time_zone = text("time_zone"),
         brake_released = flag("brake_released"),
         brake_available = has("brake_released"),
@@ -182,6 +182,10 @@ fn columns_sql(ext: &Extension, has: &dyn Fn(&str) -> bool) -> String {
         logical_message = flag("logical_message"),
         window_start = text("delete_window_start"),
         window_end = text("delete_window_end"),
+        archive_to = match has("archive_to") {
+            true => "t.archive_to::pg_catalog.oid",
+            false => "NULL::pg_catalog.oid",
+        },
     )
 }
 
@@ -274,6 +278,8 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         window_start: row.get::<String>(39).ok().flatten(),
         window_end: row.get::<String>(40).ok().flatten(),
         version: text(41),
+        archive_to: row.get::<Oid>(42).ok().flatten(),
+        archive: None,
     }
 }
 

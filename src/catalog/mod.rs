@@ -57,6 +57,8 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 /// `index` with the names its table and column have now, from the system caches; `None` when
 /// the table is gone. Called holding a lock on the table, so that a concurrent ALTER TABLE …
 /// RENAME (or SET SCHEMA, RENAME COLUMN) either committed before, and shows here, or waits.
+/// With an archive, the archive is locked too, and named as it is now, with the table's
+/// columns ([`crate::archive::resolve`]).
 pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
     let text = |name: *mut std::ffi::c_char| {
         (!name.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy())
@@ -76,6 +78,9 @@ pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
             if let Some(column) = text(pg_sys::get_attname(index.table, index.attnum, true)) {
                 current.resolved.column = column.into_owned();
             }
+        }
+        if let Some(archive) = index.archive_to {
+            current.archive = Some(crate::archive::resolve(index.table, archive));
         }
         Some(current)
     }

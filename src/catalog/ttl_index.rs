@@ -87,6 +87,11 @@ pub struct TtlIndex {
     /// definition writes a new one. Each batch checks it under the row's lock (see
     /// [`crate::catalog::definition_sql`]), and the safety brake counts again under a new one.
     pub version: String,
+    /// The table its batches move their rows into (see [`crate::archive`]), by OID.
+    pub archive_to: Option<Oid>,
+    /// That archive as a batch names it, read under the batch's locks by
+    /// [`crate::catalog::with_current_names`] (`Err`: it no longer exists); `None` before.
+    pub archive: Option<Result<crate::archive::Archive, String>>,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).
@@ -243,6 +248,21 @@ impl TtlIndex {
             "{reference} OPERATOR(pg_catalog.<) {cutoff}{filter}{}",
             self.falls_back(ext)
         )
+    }
+
+    /// `delete`, a batch statement of [`crate::deleter`], as this target runs it: unchanged,
+    /// or with its rows moved into the archive ([`crate::archive::wrap`]; an error when the
+    /// archive no longer exists).
+    pub fn archived(&self, delete: String) -> Result<String, String> {
+        match (self.archive_to, &self.archive) {
+            (None, _) => Ok(delete),
+            (Some(_), Some(Ok(archive))) => Ok(crate::archive::wrap(&delete, archive)),
+            (Some(_), Some(Err(e))) => Err(e.clone()),
+            (Some(_), None) => Err(format!(
+                "jsonb_ttl: the archive of {} was not read before its batch",
+                self.display_name
+            )),
+        }
     }
 
     /// The predicate of this target's index (see [`reference::index_predicate`]).

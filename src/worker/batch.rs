@@ -109,7 +109,9 @@ impl Worker {
                     .map(|rows| rows.into_iter().flatten().collect())
             })
             .unwrap_or_else(|e| error!("jsonb_ttl: cannot pick rows: {e}"));
-            let mut parts = deleter::delete_in_parts(&delete_rows, expire_after, &rows);
+            let archives = current.archive_to.is_some();
+            let mut parts =
+                deleter::delete_in_parts(&delete_rows, expire_after, &rows, archives);
             parts.undeletable.truncate(room);
             parts
         })?;

@@ -176,6 +176,15 @@ impl Worker {
         if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
             self.statements
                 .retain(|((table, _), _), _| *table != index.table);
+            if !failure.is_transient() {
+                if let Some(reason) = self.archive_unfit(index) {
+                    // the archive's failure, not the rows': none is set aside
+                    return Err(Failure {
+                        code: failure.code,
+                        message: reason,
+                    });
+                }
+            }
             if !failure.is_transient() && !self.undeletable.full(index.table) {
                 let before = self.undeletable.count(index.table);
                 outcome = self.split(ext, index, granted);
@@ -186,6 +195,17 @@ impl Worker {
             }
         }
         outcome
+    }
+
+    /// Why the archive of `index` can no longer take its rows, asked after a batch failed
+    /// (see [`crate::archive::usable`]); `None` when it has none or it can.
+    fn archive_unfit(&mut self, index: &TtlIndex) -> Option<String> {
+        let archive = index.archive_to?;
+        let unfit = in_batch_frame(&mut self.frame, index, |current, _| {
+            let owner = crate::owner::table_owner(current.table)?;
+            crate::archive::usable(current.table, &current.display_name, archive, owner).err()
+        });
+        unfit.ok().flatten().flatten()
     }
 
     /// Counts what a batch of `granted` rows did (the budget's rest given back, the rows in the

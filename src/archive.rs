@@ -1,0 +1,300 @@
+//! `archive_to`: each batch moves its expired rows into an archive table, in the same
+//! statement, and so the same transaction, as their delete (docs/archive.md):
+//!
+//! ```sql
+//! WITH gone AS (DELETE FROM ONLY tbl WHERE … RETURNING <tbl's columns>),
+//!      archived AS (INSERT INTO archive (<tbl's columns>) SELECT <tbl's columns> FROM gone)
+//! SELECT count(*) FROM gone
+//! ```
+//!
+//! A row is then either still in the table or in the archive: the delete and the insert
+//! commit or roll back together, whatever crashes. A foreign archive (postgres_fdw) commits
+//! on its server just before the local transaction does: a crash between the two leaves a row
+//! in both places, and the next pass archives it again; the INSERT into a foreign archive says
+//! `ON CONFLICT DO NOTHING`, so a unique key on the remote table (the source's own key) keeps
+//! the second copy out.
+//!
+//! The archive is tracked by OID (a rename follows it). It must have every column of the
+//! table, by name, of a type the value can be assigned to; columns of its own take their
+//! defaults. The table's owner, whom the batch runs as, must be allowed to INSERT into it.
+//! [`check`] says so at `ttl_index_create` / `ttl_index_alter`; when a batch fails later and
+//! the archive no longer fits ([`usable`]: dropped, a column added to the table only, INSERT
+//! revoked), the worker deletes nothing from the table and records why in `ttl_stats`.
+
+use crate::catalog::PartitionMode;
+use crate::error::raise;
+use crate::extension::Extension;
+use crate::table::{set_column, ttl_index_of, Table};
+use crate::txn::in_subtransaction;
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+
+/// The archive of one target as its batches name it, read under the batch's locks.
+#[derive(Clone, Debug)]
+pub struct Archive {
+    /// `schema.table` of the archive, quoted.
+    pub qualified: String,
+    /// The target table's live columns, quoted, comma-separated, in their order.
+    pub columns: String,
+    /// A foreign table: its INSERT skips rows already there (`ON CONFLICT DO NOTHING`).
+    pub foreign: bool,
+}
+
+/// Why an archive cannot take a table's rows: an error's SQLSTATE, message and hint.
+#[derive(Debug)]
+pub struct Unfit {
+    pub code: PgSqlErrorCode,
+    pub message: String,
+    pub hint: String,
+}
+
+impl Unfit {
+    /// Raises it as an ERROR.
+    pub fn raise(self) -> ! {
+        raise(self.code, self.message, self.hint)
+    }
+}
+
+/// `delete` (one of the batch statements of [`crate::deleter`], starting with
+/// [`crate::planner::MARKER`]) with its rows moved into `archive`: a statement that returns
+/// one row, the count of rows the DELETE removed (see
+/// [`crate::generic_plan::GenericPlan::removed`]).
+pub fn wrap(delete: &str, archive: &Archive) -> String {
+    let marker = crate::planner::MARKER;
+    let delete = delete.strip_prefix(marker).unwrap_or(delete);
+    let on_conflict = match archive.foreign {
+        true => " ON CONFLICT DO NOTHING",
+        false => "",
+    };
+    format!(
+        "{marker}WITH gone AS ({delete} RETURNING {columns}), \
+         archived AS (INSERT INTO {into} ({columns}) SELECT {columns} FROM gone{on_conflict}) \
+         SELECT pg_catalog.count(*) FROM gone",
+        columns = archive.columns,
+        into = archive.qualified,
+    )
+}
+
+/// The archive `archive` of the rows of `table` as a batch names it now: locked first
+/// (`ROW EXCLUSIVE`, which its INSERT takes anyway, within the batch's lock_timeout), so that
+/// its name and the table's columns read next stay as they are until the batch ends. An error
+/// when it no longer exists.
+pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
+    unsafe { pg_sys::LockRelationOid(archive, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
+    let name = qualified_name(archive).ok_or_else(|| gone(archive))?;
+    let kind = unsafe { pg_sys::get_rel_relkind(archive) } as u8;
+    Ok(Archive {
+        qualified: name,
+        columns: columns(table).join(", "),
+        foreign: kind == pg_sys::RELKIND_FOREIGN_TABLE,
+    })
+}
+
+fn gone(archive: Oid) -> String {
+    format!(
+        "the archive table (OID {}) no longer exists: nothing is deleted until \
+         ttl_index_alter(…, archive_to => …) names another ('-' for none)",
+        archive.to_u32()
+    )
+}
+
+/// `schema.name` of a relation, quoted; `None` when it does not exist.
+fn qualified_name(relation: Oid) -> Option<String> {
+    let text = |name: *mut std::ffi::c_char| {
+        (!name.is_null()).then(|| {
+            unsafe { std::ffi::CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned()
+        })
+    };
+    unsafe {
+        let name = text(pg_sys::get_rel_name(relation))?;
+        let schema = text(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(
+            relation,
+        )))?;
+        Some(format!(
+            "{}.{}",
+            quote_identifier(&schema),
+            quote_identifier(&name)
+        ))
+    }
+}
+
+/// The name of the role `role` (its OID when it is gone).
+fn role_name(role: Oid) -> String {
+    let name = unsafe { pg_sys::GetUserNameFromId(role, true) };
+    match name.is_null() {
+        true => role.to_u32().to_string(),
+        false => unsafe { std::ffi::CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned(),
+    }
+}
+
+/// The live columns of `table`, quoted, in their order.
+fn columns(table: Oid) -> Vec<String> {
+    crate::catalog::table_columns(table)
+        .into_iter()
+        .map(|column| quote_identifier(&column.name).to_string())
+        .collect()
+}
+
+/// Whether `archive` can take the rows of `table` (named `name` in messages), inserted as
+/// `owner`; `drop_partitions`: whether the TTL index drops expired partitions whole, which
+/// would remove rows without archiving them. What `ttl_index_create` and `ttl_index_alter`
+/// refuse, and what a failed batch asks ([`usable`]).
+pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> Result<(), Unfit> {
+    let unfit = |code, message: String, hint: &str| {
+        Err(Unfit {
+            code,
+            message,
+            hint: hint.to_string(),
+        })
+    };
+    let Some(archive_name) = qualified_name(archive) else {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+            gone(archive),
+            "Create the archive table, or name another.",
+        );
+    };
+    let kind = unsafe { pg_sys::get_rel_relkind(archive) } as u8;
+    if ![
+        pg_sys::RELKIND_RELATION,
+        pg_sys::RELKIND_PARTITIONED_TABLE,
+        pg_sys::RELKIND_FOREIGN_TABLE,
+    ]
+    .contains(&kind)
+    {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("archive_to {archive_name} is not a table"),
+            "Name a table, a partitioned table or a foreign table (postgres_fdw).",
+        );
+    }
+    if unsafe { pg_sys::get_rel_persistence(archive) } as u8 == pg_sys::RELPERSISTENCE_TEMP {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("archive_to {archive_name} is a temporary table"),
+            "The worker's sessions cannot see it: name a permanent or unlogged table.",
+        );
+    }
+    if archive == table
+        || crate::catalog::is_partition_of(archive, table)
+        || crate::catalog::is_partition_of(table, archive)
+    {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("archive_to {archive_name} is {name} or in its partition tree"),
+            "Name another table: rows archived into their own table would never leave it.",
+        );
+    }
+    if crate::citus::citus_table(table) || crate::citus::citus_table(archive) {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("archive_to is not supported with Citus tables ({name}, {archive_name})"),
+            "Archive a distributed table's rows with your own statement trigger \
+             (jsonb_ttl.expiring, docs/functions.md), or use tables Citus does not manage.",
+        );
+    }
+    if drops {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("archive_to cannot go with drop_partitions => 'drop' on {name}"),
+            "A dropped partition's rows would never reach the archive: use drop_partitions => \
+             'detach' (the detached partition keeps its rows) or 'off'.",
+        );
+    }
+    let allowed = unsafe { pg_sys::pg_class_aclcheck(archive, owner, pg_sys::ACL_INSERT as _) };
+    if allowed != pg_sys::AclResult::ACLCHECK_OK {
+        let role = role_name(owner);
+        return Err(Unfit {
+            code: PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            message: format!(
+                "the owner of {name}, {role}, may not insert into the archive {archive_name}"
+            ),
+            hint: format!(
+                "The worker archives as the table's owner: GRANT INSERT ON {archive_name} TO {};",
+                quote_identifier(&role)
+            ),
+        });
+    }
+    fits(table, name, &archive_name, kind == pg_sys::RELKIND_FOREIGN_TABLE)
+}
+
+/// Whether the INSERT of a batch into `archive_name` can be parsed: every column of `table`
+/// is there, by name, not generated, of a type its value can be assigned to (PostgreSQL's own
+/// rules, by preparing the statement: nothing runs).
+fn fits(table: Oid, name: &str, archive_name: &str, foreign: bool) -> Result<(), Unfit> {
+    let Some(table_name) = qualified_name(table) else {
+        return Ok(()); // the table is gone: the caller finds out
+    };
+    let archive = Archive {
+        qualified: archive_name.to_string(),
+        columns: columns(table).join(", "),
+        foreign,
+    };
+    let delete = format!("DELETE FROM ONLY {table_name} WHERE false");
+    let sql = wrap(&delete, &archive);
+    in_subtransaction(|| {
+        Spi::connect(|client| client.prepare_mut(sql.as_str(), &[]).map(|_| ()))
+            .unwrap_or_else(|e| error!("{e}"))
+    })
+    .map_err(|failure| Unfit {
+        code: failure.code,
+        message: format!(
+            "archive_to {archive_name} cannot take the rows of {name}: {}",
+            failure.message
+        ),
+        hint: "The archive needs every column of the table, by the same name, of a type the \
+               value can be assigned to, none of them generated; columns of its own take their \
+               defaults (archived_at timestamptz DEFAULT now())."
+            .to_string(),
+    })
+}
+
+/// Whether the archive of a TTL index on `table` (owned by `owner`) can still take its rows,
+/// asked after a batch failed: `Err` with the reason when it cannot, and the failure is then
+/// the archive's, not the rows' (no row is set aside; nothing is deleted until it is mended).
+pub fn usable(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), String> {
+    check(table, name, archive, owner, false).map_err(|unfit| {
+        format!(
+            "{} ({}); nothing is deleted until it is mended",
+            unfit.message, unfit.hint
+        )
+    })
+}
+
+/// `archive_to` as `ttl_index_create` (`created`: set on the TTL index it has just created, or
+/// compared with the one that existed already) or `ttl_index_alter` (`created` `None`) gives
+/// it: the archive (`archive`; 0, `'-'::regclass`, for none), checked ([`check`]) as the
+/// table's owner would insert into it.
+pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<bool>) {
+    let current = ttl_index_of(ext, table);
+    let archive = (archive != pg_sys::InvalidOid).then_some(archive);
+    if created == Some(false) {
+        if archive.is_some() && archive != current.archive_to {
+            raise(
+                PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+                format!(
+                    "{} has this TTL index already, with another archive_to",
+                    table.name
+                ),
+                "Change it with ttl_index_alter(…, archive_to => …).",
+            )
+        }
+        return;
+    }
+    crate::citus::check_managed_here(table.oid, &table.name);
+    if let Some(archive) = archive {
+        let owner = crate::owner::table_owner(table.oid).unwrap_or(pg_sys::InvalidOid);
+        let drops = current.drop_partitions == Some(PartitionMode::Drop);
+        if let Err(unfit) = check(table.oid, &table.name, archive, owner, drops) {
+            unfit.raise();
+        }
+    }
+    if archive != current.archive_to {
+        set_column(ext, table, "archive_to", archive.into());
+    }
+}
