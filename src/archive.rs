@@ -260,7 +260,7 @@ fn fits(table: Oid, name: &str, archive_name: &str, foreign: bool) -> Result<(),
 pub fn usable(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), String> {
     check(table, name, archive, owner, false).map_err(|unfit| {
         format!(
-            "{} ({}); nothing is deleted until it is mended",
+            "{}; nothing is deleted until it is mended. {}",
             unfit.message, unfit.hint
         )
     })
