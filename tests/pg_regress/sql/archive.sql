@@ -98,6 +98,18 @@ INSERT INTO sessions VALUES (600, '{"lastSeen": "2026-03-06T08:00:00Z"}');
 SELECT ttl_expire_now('sessions') AS moved;
 SELECT count(*) AS still_here FROM sessions WHERE id = 600;
 
+-- the owner's search_path reaches no name of the batch's statement (its count is pg_catalog's):
+-- one batch of the worker's, run here as the worker runs it, as the owner with their settings
+GRANT INSERT ON cold.sessions_archive TO archive_owner;
+CREATE SCHEMA evil;
+GRANT USAGE ON SCHEMA evil TO archive_owner;
+CREATE AGGREGATE evil.count(*) (sfunc = int8inc, stype = int8, initcond = '1000');
+ALTER ROLE archive_owner SET search_path = evil, pg_catalog, public;
+SELECT jsonb_ttl_internal._ttl_worker_batch('sessions'::regclass, 10) AS moved;
+SELECT count(*) AS archived_600 FROM cold.sessions_archive WHERE id = 600;
+ALTER ROLE archive_owner RESET search_path;
+DROP SCHEMA evil CASCADE;
+
 -- partitions are dropped whole only without an archive (a dropped partition's rows would be lost)
 CREATE TABLE logs (id bigint, doc jsonb, at timestamptz) PARTITION BY RANGE (at);
 CREATE TABLE logs_2026_03 PARTITION OF logs FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
@@ -108,7 +120,24 @@ SELECT drop_partitions, archive_to FROM ttl_index_create('logs', 'at', interval 
                         drop_partitions => 'detach', archive_to => 'logs_archive');
 SELECT ttl_index_alter('logs', drop_partitions => 'drop');
 
-DROP TABLE sessions, logs, logs_archive;
+-- names are quoted wherever they reach SQL: hostile table, schema and column names work as any
+CREATE SCHEMA "Cold ""Storage""";
+CREATE TABLE "we;ird" ("id""" bigint, "select" jsonb, "a b" text);
+CREATE TABLE "Cold ""Storage"""."arch;ive" ("select" jsonb, "id""" bigint, "a b" text, kept_at timestamptz DEFAULT now());
+SELECT archive_to FROM ttl_index_create('"we;ird"', 'select.at', 0, archive_to => '"Cold ""Storage"""."arch;ive"');
+INSERT INTO "we;ird" VALUES (1, '{"at": "2026-03-01T00:00:00Z"}', 'x; DROP TABLE sessions; --');
+SELECT ttl_expire_now('"we;ird"') AS moved;
+SELECT "id""", "a b" FROM "Cold ""Storage"""."arch;ive";
+
+-- only the table's owner sets its archive
+CREATE ROLE archive_stranger;
+SET ROLE archive_stranger;
+SELECT ttl_index_alter('logs', archive_to => '-');
+RESET ROLE;
+
+DROP TABLE sessions, logs, logs_archive, "we;ird";
+DROP SCHEMA "Cold ""Storage""" CASCADE;
+DROP ROLE archive_stranger;
 DROP SCHEMA cold CASCADE;
 DROP FUNCTION refuse_archive();
 DROP ROLE archive_owner;
