@@ -190,13 +190,19 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
             "Name another table: rows archived into their own table would never leave it.",
         );
     }
-    if crate::citus::citus_table(table) || crate::citus::citus_table(archive) {
-        return unfit(
+    let on_citus = |what: String| {
+        unfit(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("archive_to is not supported with Citus tables ({name}, {archive_name})"),
-            "Archive a distributed table's rows with your own statement trigger \
-             (jsonb_ttl.expiring, docs/functions.md), or use tables Citus does not manage.",
-        );
+            what,
+            "Archive a Citus table's expired rows with a statement trigger of your own that \
+             reads jsonb_ttl.expiring (docs/functions.md), or use tables Citus does not manage.",
+        )
+    };
+    if crate::citus::citus_table(table) {
+        return on_citus(format!("archive_to is not supported on the Citus table {name}"));
+    }
+    if crate::citus::citus_table(archive) {
+        return on_citus(format!("archive_to {archive_name} is a Citus table"));
     }
     if drops {
         return unfit(

@@ -285,6 +285,11 @@ expect_match "hide_expired => true" '^0A000: .*hide_expired.* (public\.)?refused
   "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', hide_expired => true)")"
 expect_match "drop_partitions => 'drop'" '^0A000: .*drop_partitions.* (public\.)?refused( |$)' \
   "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', drop_partitions => 'drop')")"
+qc -c "CREATE TABLE refused_archive (id bigint, doc jsonb)" >/dev/null
+expect_match "archive_to => a local table" '^0A000: .*archive_to.* (public\.)?refused( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', archive_to => 'refused_archive')")"
+expect_match "ttl_index_alter('events', archive_to => a local table)" '^0A000: .*archive_to.* (public\.)?events( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_index_alter('events', archive_to => 'refused_archive')")"
 expect_match "a partitioned distributed table" '^0A000: .*partitioned.* (public\.)?parted( |$)' \
   "$(sqlstate_on coord "SELECT ttl_index_create('parted', 'ts', interval '1 day')")"
 expect_match "ttl_index_alter('events', touch => true) on the coordinator" '^0A000: .*touch.* (public\.)?events( |$)' \
