@@ -5,8 +5,8 @@
 #   bench/run.sh [--scale F] [--repeat K] [--only CASE,...]
 #     --scale F   multiplies every data size (default 1: 1M rows, ~20 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
-#     --only      a comma-separated subset of: parser,purge,insert,options,partitions,lag,impact,
-#                 growth,idle,rotation,batch,citus,steady
+#     --only      a comma-separated subset of: parser,purge,archive,insert,options,partitions,lag,
+#                 impact,growth,idle,rotation,batch,citus,steady
 # Environment: PG_CONFIG (the server to run, default PostgreSQL 15's), BENCH_NAME and
 # BENCH_PORT (the cluster's name and port, default bench and 28817: move them when another
 # checkout benchmarks on the same machine), BENCH_PURGE_BATCHES (the fixed batch sizes of the
@@ -20,7 +20,7 @@ PORT=${BENCH_PORT:-28817}
 PURGE_BATCHES=${BENCH_PURGE_BATCHES:-1000 10000}
 SCALE=1
 REPEAT=5
-ONLY=parser,purge,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus,steady
+ONLY=parser,purge,archive,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus,steady
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -186,6 +186,62 @@ if wanted purge; then
   result "  contiguous: worker at defaults | synchronous_commit on" "$(per_s "${default_ms[contiguous]}")" "$(per_s "$a_ms")" "$(ratio "$a_ms" "${default_ms[contiguous]}")" "(information)"
   read -r c_ms _ _ <<<"$(measured purge_now contiguous db -c "SELECT FROM ttl_expire_now('purge_now')" -c "SELECT bench_drain_ms('purge_now')")"
   result "  ttl_expire_now(), one call, contiguous" "$(per_s "$c_ms")" "(see naive)" "" "(information)"
+  set_guc fsync off
+  db -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
+fi
+
+# Case 1b: archive_to (docs/archive.md): the worker moving expired rows into an archive table
+# (id, doc, archived_at DEFAULT now()) against the hand loop moving them the same way, at equal
+# batch size and settings (fsync and synchronous_commit on for both, each after a CHECKPOINT,
+# timed by bench_clock from the first batch to the last):
+#   hand loop   CALL archive_by_hand(tbl, archive, batch) (bench/setup.sql):
+#               WITH gone AS (DELETE FROM tbl WHERE ctid = ANY (ARRAY(SELECT ctid … ORDER BY
+#               <reference> LIMIT batch FOR UPDATE SKIP LOCKED)) AND <expired> RETURNING id, doc)
+#               INSERT INTO archive (id, doc) SELECT id, doc FROM gone; COMMIT; until nothing is left
+# in the interleaved layout, the loop at each batch size against the worker at that fixed size
+# (batch_time = 0, jsonb_ttl.synchronous_commit on), then the worker at its defaults; WAL per
+# row beside each, and what archiving adds to the worker's plain delete.
+if wanted archive; then
+  n=$(rows 400000); expired=$((n / 2))
+  worker_settings
+  set_guc fsync on
+  set_guc synchronous_commit on
+  wal() { db -c "SELECT wal_bytes FROM pg_stat_wal"; }
+  per_s() { awk -v r="$expired" -v ms="$1" 'BEGIN {printf "%.0f rows/s", r / ms * 1000}'; }
+  per_row() { awk -v r="$expired" -v b="$1" 'BEGIN {printf "%.0f B/row", b / r}'; }
+  # archived NAME ARCHIVE? COMMAND…: a fresh table NAME (interleaved), with an archive table
+  # NAME_archive when ARCHIVE is yes (the TTL index archiving into it), then COMMAND (prints the
+  # drain time in ms); prints: ms wal_bytes archived_rows.
+  archived() {
+    local name=$1 archive=$2 w0 w1 ms moved
+    shift 2
+    db -c "CALL bench_table('$name', $n, $expired, 'interleaved')"        -c "CREATE TABLE ${name}_archive (id bigint, doc jsonb, archived_at timestamptz NOT NULL DEFAULT now())" >/dev/null
+    [ "$archive" = yes ] && db -c "SELECT FROM ttl_index_alter('$name', archive_to => '${name}_archive')" >/dev/null
+    db -c "VACUUM ANALYZE $name" -c "CHECKPOINT"
+    w0=$(wal)
+    ms=$("$@" | tail -1)
+    w1=$(wal)
+    moved=$(db -c "SELECT count(*) FROM ${name}_archive")
+    db -c "DROP TABLE $name, ${name}_archive"
+    echo "$ms $((w1 - w0)) $moved"
+  }
+  archive_loop_ms() { db -c "CALL archive_by_hand('$1', '$1_archive', $2)" -c "SELECT bench_drain_ms('$1')"; }
+  set_guc jsonb_ttl.batch_time 0
+  set_guc jsonb_ttl.synchronous_commit on
+  for batch in $PURGE_BATCHES; do
+    set_guc jsonb_ttl.batch_size $batch
+    read -r w_ms w_bytes w_moved <<<"$(archived arch_worker yes worker_drain_ms arch_worker)"
+    read -r h_ms h_bytes h_moved <<<"$(archived arch_hand no archive_loop_ms arch_hand "$batch")"
+    read -r p_ms p_bytes _ <<<"$(archived arch_plain no worker_drain_ms arch_plain)"
+    result "archive $expired of $n, interleaved, batch $batch" "$(per_s "$w_ms")" "$(per_s "$h_ms")" "$(ratio "$h_ms" "$w_ms")" ">= 1.00x the hand loop"
+    result "  rows archived: worker | hand loop" "$w_moved" "$h_moved" "" "both $expired"
+    result "  WAL: worker | hand loop" "$(per_row "$w_bytes")" "$(per_row "$h_bytes")" "$(ratio "$w_bytes" "$h_bytes")" "<= 1.00x the hand loop"
+    result "  worker archiving | worker deleting only" "$(per_s "$w_ms")" "$(per_s "$p_ms")" "$(ratio "$p_ms" "$w_ms")" "(information: the INSERT's cost)"
+  done
+  db -c "ALTER SYSTEM RESET jsonb_ttl.batch_size" -c "ALTER SYSTEM RESET jsonb_ttl.batch_time" \
+     -c "ALTER SYSTEM RESET jsonb_ttl.synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
+  read -r d_ms d_bytes _ <<<"$(archived arch_worker yes worker_drain_ms arch_worker)"
+  result "  worker at its defaults | hand loop, batch ${PURGE_BATCHES##* }" "$(per_s "$d_ms")" "$(per_s "$h_ms")" "$(ratio "$h_ms" "$d_ms")" "(information)"
   set_guc fsync off
   db -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
 fi

@@ -61,6 +61,27 @@ BEGIN
   END LOOP;
 END $$;
 
+-- archive_to's baseline: the hand loop above, its rows moved into an archive table in the same
+-- statement (WITH gone AS (DELETE … RETURNING …) INSERT INTO archive …), a COMMIT per batch.
+CREATE PROCEDURE archive_by_hand(tbl regclass, archive regclass, batch int)
+LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  LOOP
+    EXECUTE format($q$WITH gone AS (
+                        DELETE FROM %s WHERE ctid = ANY (ARRAY(
+                          SELECT ctid FROM %s WHERE ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour'
+                          ORDER BY ttl_timestamp(doc -> 'creationDate') LIMIT $1 FOR UPDATE SKIP LOCKED))
+                        AND ttl_timestamp(doc -> 'creationDate') < now() - interval '1 hour'
+                        RETURNING id, doc)
+                      INSERT INTO %s (id, doc) SELECT id, doc FROM gone$q$, tbl, tbl, archive)
+      USING batch;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    COMMIT;
+    EXIT WHEN n = 0;
+  END LOOP;
+END $$;
+
 -- The same loop running the worker's statement exactly as it is now when no row is busy (no
 -- ORDER BY: the forward index scan is oldest first; no row lock on the pick: the DELETE tests
 -- expiry again), under the worker's planner pins, which that statement needs to stay on the
