@@ -228,6 +228,10 @@ BEGIN
     IF hide_expired IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_hide_expired(tbl, hide_expired);
     END IF;
+    IF archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN
+        -- '-' (none) first, so that drop_partitions => 'drop' may come with it
+        PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, NULL);
+    END IF;
     IF drop_partitions IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_set_drop_partitions(tbl, drop_partitions);
     END IF;
@@ -240,7 +244,7 @@ BEGIN
                                                            max_removes_per_second,
                                                            replication_origin, logical_message);
     END IF;
-    IF archive_to IS NOT NULL THEN
+    IF archive_to::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid THEN
         PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, NULL);
     END IF;
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
@@ -385,6 +389,10 @@ BEGIN
     DELETE FROM jsonb_ttl_internal.index_oid o
     WHERE o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)
        OR o.table_oid OPERATOR(pg_catalog.=) ANY (dropped);
+    -- DROP TABLE of an archive: its OID may be reused by another table, so archive_to becomes
+    -- '-' (OID 0), and nothing is deleted until ttl_index_alter names another archive or none
+    UPDATE jsonb_ttl_internal.ttl_index t SET archive_to = 0::pg_catalog.oid::pg_catalog.regclass
+    WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped);
 END
 $$;
 CREATE EVENT TRIGGER jsonb_ttl_sql_drop ON sql_drop EXECUTE FUNCTION jsonb_ttl_internal._ttl_on_sql_drop();

@@ -11,15 +11,19 @@
 //! commit or roll back together, whatever crashes. A foreign archive (postgres_fdw) commits
 //! on its server just before the local transaction does: a crash between the two leaves a row
 //! in both places, and the next pass archives it again; the INSERT into a foreign archive says
-//! `ON CONFLICT DO NOTHING`, so a unique key on the remote table (the source's own key) keeps
-//! the second copy out.
+//! `ON CONFLICT DO NOTHING`, so a unique key on the remote table that identifies the row as
+//! archived (the source's key with its point in time: never one a later row reuses) keeps the
+//! second copy out.
 //!
 //! The archive is tracked by OID (a rename follows it). It must have every column of the
 //! table, by name, of a type the value can be assigned to; columns of its own take their
 //! defaults. The table's owner, whom the batch runs as, must be allowed to INSERT into it.
 //! [`check`] says so at `ttl_index_create` / `ttl_index_alter`; when a batch fails later and
-//! the archive no longer fits ([`usable`]: dropped, a column added to the table only, INSERT
-//! revoked), the worker deletes nothing from the table and records why in `ttl_stats`.
+//! the archive no longer takes the rows ([`usable`]: dropped, a column added to the table only,
+//! INSERT revoked; or its INSERT fails on its own: a foreign server down, no partition for a
+//! row), the worker deletes nothing from the table, sets no row aside, and records why in
+//! `ttl_stats`. A dropped archive leaves `archive_to` at `'-'` (OID 0, set by the `sql_drop`
+//! event trigger of sql/api.sql): its OID may be reused by another table.
 
 use crate::catalog::PartitionMode;
 use crate::error::raise;
@@ -81,6 +85,9 @@ pub fn wrap(delete: &str, archive: &Archive) -> String {
 /// its name and the table's columns read next stay as they are until the batch ends. An error
 /// when it no longer exists.
 pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
+    if archive == pg_sys::InvalidOid {
+        return Err(gone(archive));
+    }
     unsafe { pg_sys::LockRelationOid(archive, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
     let name = qualified_name(archive).ok_or_else(|| gone(archive))?;
     let kind = unsafe { pg_sys::get_rel_relkind(archive) } as u8;
@@ -92,10 +99,13 @@ pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
 }
 
 fn gone(archive: Oid) -> String {
+    let which = match archive == pg_sys::InvalidOid {
+        true => "the archive table was dropped".to_string(),
+        false => format!("the archive table (OID {}) no longer exists", archive.to_u32()),
+    };
     format!(
-        "the archive table (OID {}) no longer exists: nothing is deleted until \
-         ttl_index_alter(…, archive_to => …) names another ('-' for none)",
-        archive.to_u32()
+        "{which}: nothing is deleted until ttl_index_alter(…, archive_to => …) names another \
+         ('-' for none)"
     )
 }
 
@@ -173,11 +183,43 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
             "Name a table, a partitioned table or a foreign table (postgres_fdw).",
         );
     }
-    if unsafe { pg_sys::get_rel_persistence(archive) } as u8 == pg_sys::RELPERSISTENCE_TEMP {
+    let leaves = leaves(archive);
+    let persistence = |table: Oid| unsafe { pg_sys::get_rel_persistence(table) } as u8;
+    if persistence(archive) == pg_sys::RELPERSISTENCE_TEMP {
         return unfit(
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
             format!("archive_to {archive_name} is a temporary table"),
-            "The worker's sessions cannot see it: name a permanent or unlogged table.",
+            "The worker's sessions cannot see it: name a permanent table.",
+        );
+    }
+    if std::iter::once(archive)
+        .chain(leaves.iter().copied())
+        .any(|table| persistence(table) == pg_sys::RELPERSISTENCE_UNLOGGED)
+    {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("archive_to {archive_name} is unlogged, or has an unlogged partition"),
+            "A crash empties an unlogged table, and a standby has none of it: the archived rows \
+             would be lost. ALTER TABLE … SET LOGGED, or name a permanent table.",
+        );
+    }
+    let foreign_leaf = leaves
+        .iter()
+        .any(|&leaf| unsafe { pg_sys::get_rel_relkind(leaf) } as u8 == pg_sys::RELKIND_FOREIGN_TABLE);
+    if kind == pg_sys::RELKIND_PARTITIONED_TABLE && foreign_leaf {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("archive_to {archive_name} has a foreign partition"),
+            "Name the foreign table itself (its INSERT skips a row already there, for the moment \
+             a crash may copy a row twice), or a table whose partitions are all local.",
+        );
+    }
+    if let Some(before) = archives_into(archive, table) {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("archive_to {archive_name} leads back to {name} (through {before})"),
+            "Rows would go round for ever: end the chain of archives at a table without \
+             archive_to.",
         );
     }
     if archive == table
@@ -226,7 +268,46 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
             ),
         });
     }
-    fits(table, name, &archive_name, kind == pg_sys::RELKIND_FOREIGN_TABLE)
+    let foreign = kind == pg_sys::RELKIND_FOREIGN_TABLE;
+    crate::owner::as_table_owner(owner, &[], || fits(table, name, &archive_name, foreign))
+}
+
+/// The leaf partitions of `table` (none for a table that is not partitioned).
+fn leaves(table: Oid) -> Vec<Oid> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT l.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) l \
+                 WHERE l.isleaf AND l.relid::pg_catalog.oid OPERATOR(pg_catalog.<>) $1",
+                None,
+                &[table.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<Oid>(1).ok().flatten())
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// Whether the chain of archives from `archive` (each TTL index's `archive_to` leading to the
+/// next table) comes back to `table`: the last table before it, by name.
+fn archives_into(archive: Oid, table: Oid) -> Option<String> {
+    let catalog = Extension::find()?.catalog();
+    crate::read::one::<String>(
+        &format!("WITH RECURSIVE chain(relid, hops) AS ( \
+           SELECT $1::pg_catalog.oid, 0 \
+           UNION ALL \
+           SELECT t.archive_to::pg_catalog.oid, c.hops OPERATOR(pg_catalog.+) 1 FROM chain c \
+           JOIN {catalog} t \
+             ON t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) c.relid \
+           WHERE t.archive_to IS NOT NULL AND c.hops OPERATOR(pg_catalog.<) 100) \
+         SELECT c.relid::pg_catalog.regclass::pg_catalog.text FROM chain c \
+         JOIN {catalog} t \
+           ON t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) c.relid \
+         WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) $2 LIMIT 1"),
+        &[archive.into(), table.into()],
+    )
 }
 
 /// Whether the INSERT of a batch into `archive_name` can be parsed: every column of `table`
@@ -272,6 +353,54 @@ pub fn usable(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), St
     })
 }
 
+/// Whether the archive of `index` (a target, its archive read by
+/// [`crate::catalog::with_current_names`]) takes the rows a batch of `rows` would move: their
+/// INSERT alone, run and always rolled back (as the owner, in the caller's frame), asked after a
+/// batch failed. `Err` with the archive's error when it refuses them: a foreign server down,
+/// no partition for a row, its own trigger, constraint or policy; the failure is then the
+/// archive's, not the rows', and nothing is set aside. Also `Ok` when the INSERT could not be
+/// tried for a moment's reason (a lock timeout): the failure is left to the batch's usual
+/// handling.
+pub fn takes_rows(
+    ext: &Extension,
+    index: &crate::catalog::TtlIndex,
+    expire_after: pgrx::datum::Interval,
+    rows: i64,
+) -> Result<(), String> {
+    let Some(Ok(archive)) = &index.archive else {
+        return Ok(());
+    };
+    let reference = index.reference(ext)?;
+    let on_conflict = match archive.foreign {
+        true => " ON CONFLICT DO NOTHING",
+        false => "",
+    };
+    let sql = format!(
+        "{marker}INSERT INTO {into} ({columns}) SELECT {columns} FROM ONLY {table} \
+         WHERE {expired} LIMIT $2{on_conflict}",
+        marker = crate::planner::MARKER,
+        into = archive.qualified,
+        columns = archive.columns,
+        table = index.qualified_table,
+        expired = index.expired(ext, &reference),
+    );
+    let tried = crate::txn::in_rolled_back_subtransaction(|| {
+        Spi::connect_mut(|client| {
+            client
+                .update(&sql, None, &[expire_after.into(), rows.into()])
+                .map(|_| ())
+        })
+        .unwrap_or_else(|e| error!("{e}"))
+    });
+    match tried {
+        Err(failure) if !failure.is_transient() => Err(format!(
+            "the archive {} refuses the rows of {}: {}; nothing is deleted until it takes them",
+            archive.qualified, index.display_name, failure.message
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `archive_to` as `ttl_index_create` (`created`: set on the TTL index it has just created, or
 /// compared with the one that existed already) or `ttl_index_alter` (`created` `None`) gives
 /// it: the archive (`archive`; 0, `'-'::regclass`, for none), checked ([`check`]) as the
@@ -280,7 +409,8 @@ pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<
     let current = ttl_index_of(ext, table);
     let archive = (archive != pg_sys::InvalidOid).then_some(archive);
     if created == Some(false) {
-        if archive.is_some() && archive != current.archive_to {
+        // ('-' given: none, which an archive that was dropped, OID 0, is not either)
+        if archive != current.archive_to {
             raise(
                 PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
                 format!(

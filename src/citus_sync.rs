@@ -113,8 +113,10 @@ pub fn send(ext: &Extension, sent: &mut Sent) {
 
 /// The TTL indexes of hash-distributed tables that are handed on: not those with an option
 /// `ttl_index_create` refuses on such a table (a table distributed after its TTL index was
-/// created is not checked again there; docs/citus.md).
+/// created is not checked again there; docs/citus.md). Not one with `archive_to` either (a
+/// catalog from before 0.4.0 has none): its shards would be purged without archiving.
 const HANDED_ON: &str = "NOT t.touch AND NOT t.hide_expired AND t.drop_partitions IS NULL \
+                         AND (pg_catalog.to_jsonb(t) OPERATOR(pg_catalog.->>) 'archive_to'::pg_catalog.text) IS NULL \
                          AND c.relkind OPERATOR(pg_catalog.=) 'r'::pg_catalog.\"char\" \
                          AND d.repmodel OPERATOR(pg_catalog.=) 's'::pg_catalog.\"char\"";
 

@@ -314,6 +314,24 @@ pub fn deferrable_references(table: pg_sys::Oid) -> Option<String> {
     .flatten()
 }
 
+/// The deferrable constraints of the archive `archive` and its partitions (a deferrable unique
+/// key, a foreign key, a constraint trigger), qualified and quoted for `SET CONSTRAINTS`, or
+/// `None`: as for [`deferrable_references`], the INSERT into the archive runs in the
+/// security-restricted operation of a batch, where no check can be deferred.
+pub fn deferrable_constraints_of(archive: pg_sys::Oid) -> Option<String> {
+    Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%I.%I', n.nspname, c.conname), ', ') \
+         FROM pg_catalog.pg_constraint c \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.connamespace \
+         WHERE c.condeferrable \
+           AND c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+                 SELECT $1 UNION SELECT t.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) t))",
+        &[archive.into()],
+    )
+    .ok()
+    .flatten()
+}
+
 /// `SET CONSTRAINTS ALL IMMEDIATE`, without parsing a statement: in a transaction of the
 /// worker's own, where any deferred check (a constraint trigger's too, or a key on a table an
 /// ON DELETE CASCADE reaches) would otherwise fail the DELETE.
@@ -424,6 +442,10 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
         return 0; // an ALTER TABLE … OWNER TO committed since the caller's rights were checked
     }
     if let Some(constraints) = deferrable_references(index.table) {
+        check_references_now(&constraints);
+    }
+    let archive = index.archive_to.filter(|&archive| archive != pg_sys::InvalidOid);
+    if let Some(constraints) = archive.and_then(deferrable_constraints_of) {
         check_references_now(&constraints);
     }
     // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring)

@@ -49,6 +49,15 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     };
     let table = owned_table(Some(tbl));
     let index = ttl_index_of(&ext, &table);
+    if index.archive_to.is_some() && citus::hash_distributed(table.oid) {
+        // distributed after archive_to was set: its TTL index is not handed on to the nodes
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("archive_to is not supported on the Citus table {}", table.name),
+            "It was distributed after archive_to was set, and its shards are not purged: \
+             remove archive_to ('-') to purge it by deleting.",
+        );
+    }
     if index.paused {
         raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

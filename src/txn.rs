@@ -79,6 +79,18 @@ pub fn in_transaction<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
 /// undone, its locks kept only if taken before), and the error returned. The caller's memory
 /// context and resource owner are the same after as before. `f` opens its own SPI connection.
 pub fn in_subtransaction<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
+    subtransaction(true, f)
+}
+
+/// Runs `f` in a subtransaction of the current transaction that is always rolled back: whether
+/// `f` can run, and its result or its error, with nothing of what it did kept. `f` opens its own
+/// SPI connection.
+pub fn in_rolled_back_subtransaction<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
+    subtransaction(false, f)
+}
+
+/// `f` in a subtransaction, released when it returns and `keep`, else rolled back.
+fn subtransaction<R>(keep: bool, f: impl FnOnce() -> R) -> Result<R, Failure> {
     let context = unsafe { pg_sys::CurrentMemoryContext };
     let owner = unsafe { pg_sys::CurrentResourceOwner };
     unsafe {
@@ -89,9 +101,9 @@ pub fn in_subtransaction<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
         .catch_others(|caught| Err(Failure::caught(caught)))
         .execute();
     unsafe {
-        match result {
-            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
-            Err(_) => pg_sys::RollbackAndReleaseCurrentSubTransaction(),
+        match (keep, &result) {
+            (true, Ok(_)) => pg_sys::ReleaseCurrentSubTransaction(),
+            _ => pg_sys::RollbackAndReleaseCurrentSubTransaction(),
         }
         pg_sys::MemoryContextSwitchTo(context);
         pg_sys::CurrentResourceOwner = owner;

@@ -177,7 +177,7 @@ impl Worker {
             self.statements
                 .retain(|((table, _), _), _| *table != index.table);
             if !failure.is_transient() {
-                if let Some(reason) = self.archive_unfit(index) {
+                if let Some(reason) = self.archive_unfit(ext, index, granted) {
                     // the archive's failure, not the rows': none is set aside
                     return Err(Failure {
                         code: failure.code,
@@ -197,13 +197,16 @@ impl Worker {
         outcome
     }
 
-    /// Why the archive of `index` can no longer take its rows, asked after a batch failed
-    /// (see [`crate::archive::usable`]); `None` when it has none or it can.
-    fn archive_unfit(&mut self, index: &TtlIndex) -> Option<String> {
+    /// Why the archive of `index` can no longer take its rows, asked after a batch of `rows`
+    /// failed: it no longer fits ([`crate::archive::usable`]), or it refuses the rows
+    /// ([`crate::archive::takes_rows`]); `None` when it has none or it takes them.
+    fn archive_unfit(&mut self, ext: &Extension, index: &TtlIndex, rows: i64) -> Option<String> {
         let archive = index.archive_to?;
-        let unfit = in_batch_frame(&mut self.frame, index, |current, _| {
+        let unfit = in_batch_frame(&mut self.frame, index, |current, expire_after| {
             let owner = crate::owner::table_owner(current.table)?;
-            crate::archive::usable(current.table, &current.display_name, archive, owner).err()
+            crate::archive::usable(current.table, &current.display_name, archive, owner)
+                .and_then(|_| crate::archive::takes_rows(ext, current, expire_after, rows))
+                .err()
         });
         unfit.ok().flatten().flatten()
     }

@@ -77,11 +77,21 @@ CREATE TABLE cold.computed (id bigint, doc jsonb GENERATED ALWAYS AS ('{}') STOR
 SELECT ttl_index_alter('sessions', archive_to => 'cold.computed');
 CREATE VIEW cold.a_view AS SELECT * FROM cold.sessions_archive;
 SELECT ttl_index_alter('sessions', archive_to => 'cold.a_view');
+DROP VIEW cold.a_view;
 SELECT ttl_index_alter('sessions', archive_to => 'sessions');
 SELECT ttl_index_alter('sessions', archive_to => 'cold.nowhere');
--- creating the same TTL index again with another archive is refused
+-- an unlogged archive is refused: a crash would empty it, and the archived rows with it
+CREATE UNLOGGED TABLE cold.scratch (id bigint, doc jsonb);
+SELECT ttl_index_alter('sessions', archive_to => 'cold.scratch');
+-- archives that lead back to the table are refused: rows would go round for ever
+CREATE TABLE cold.second (id bigint, doc jsonb);
+SELECT archive_to FROM ttl_index_create('cold.second', 'lastSeen', interval '1 day', archive_to => 'sessions');
+SELECT ttl_index_alter('sessions', archive_to => 'cold.second');
+SELECT ttl_index_drop('cold.second');
+-- creating the same TTL index again with another archive, or none, is refused
 SELECT (ttl_index_alter('sessions', archive_to => 'cold.sessions_archive')).archive_to;
 SELECT ttl_index_create('sessions', 'lastSeen', interval '30 minutes', archive_to => 'cold.by_region');
+SELECT ttl_index_create('sessions', 'lastSeen', interval '30 minutes', archive_to => '-');
 SELECT is_newly_created FROM ttl_index_create('sessions', 'lastSeen', interval '30 minutes',
                                               archive_to => 'cold.sessions_archive');
 
@@ -110,6 +120,28 @@ SELECT count(*) AS archived_600 FROM cold.sessions_archive WHERE id = 600;
 ALTER ROLE archive_owner RESET search_path;
 DROP SCHEMA evil CASCADE;
 
+-- an archive with a deferred check: ttl_expire_now makes it immediate for its statements (a
+-- check cannot be deferred inside them, which run as the table's owner)
+GRANT INSERT ON cold.sessions_archive TO archive_owner;
+CREATE TABLE cold.known (id bigint PRIMARY KEY);
+INSERT INTO cold.known VALUES (700);
+ALTER TABLE cold.sessions_archive ADD CONSTRAINT known_id FOREIGN KEY (id) REFERENCES cold.known
+    DEFERRABLE INITIALLY DEFERRED NOT VALID;
+INSERT INTO sessions VALUES (700, '{"lastSeen": "2026-03-07T08:00:00Z"}');
+BEGIN;
+SELECT ttl_expire_now('sessions') AS moved;
+COMMIT;
+
+-- the archive dropped: archive_to shows '-' (its OID may be reused), and nothing is deleted
+-- until ttl_index_alter names another archive or none
+DROP TABLE cold.sessions_archive;
+SELECT archive_to FROM ttl_indexes WHERE table_name = 'sessions'::regclass;
+INSERT INTO sessions VALUES (800, '{"lastSeen": "2026-03-08T08:00:00Z"}');
+SELECT ttl_expire_now('sessions') AS moved;
+SELECT count(*) AS still_here FROM sessions WHERE id = 800;
+SELECT (ttl_index_alter('sessions', archive_to => '-')).archive_to;
+SELECT ttl_expire_now('sessions') AS deleted;
+
 -- partitions are dropped whole only without an archive (a dropped partition's rows would be lost)
 CREATE TABLE logs (id bigint, doc jsonb, at timestamptz) PARTITION BY RANGE (at);
 CREATE TABLE logs_2026_03 PARTITION OF logs FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
@@ -119,6 +151,8 @@ SELECT ttl_index_create('logs', 'at', interval '1 day', drop_partitions => 'drop
 SELECT drop_partitions, archive_to FROM ttl_index_create('logs', 'at', interval '1 day',
                         drop_partitions => 'detach', archive_to => 'logs_archive');
 SELECT ttl_index_alter('logs', drop_partitions => 'drop');
+-- together with archive_to => '-', which goes first
+SELECT drop_partitions, archive_to FROM ttl_index_alter('logs', drop_partitions => 'drop', archive_to => '-');
 
 -- names are quoted wherever they reach SQL: hostile table, schema and column names work as any
 CREATE SCHEMA "Cold ""Storage""";
