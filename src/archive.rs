@@ -98,15 +98,18 @@ pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
     })
 }
 
-fn gone(archive: Oid) -> String {
-    let which = match archive == pg_sys::InvalidOid {
+/// That the archive `archive` is gone (`0`: dropped, see the module's text).
+fn gone_what(archive: Oid) -> String {
+    match archive == pg_sys::InvalidOid {
         true => "the archive table was dropped".to_string(),
         false => format!("the archive table (OID {}) no longer exists", archive.to_u32()),
-    };
-    format!(
-        "{which}: nothing is deleted until ttl_index_alter(…, archive_to => …) names another \
-         ('-' for none)"
-    )
+    }
+}
+
+const GONE_HINT: &str = "Name another with ttl_index_alter(…, archive_to => …), or none ('-').";
+
+fn gone(archive: Oid) -> String {
+    format!("{}: nothing is deleted until then. {GONE_HINT}", gone_what(archive))
 }
 
 /// `schema.name` of a relation, quoted; `None` when it does not exist.
@@ -165,8 +168,8 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
     let Some(archive_name) = qualified_name(archive) else {
         return unfit(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
-            gone(archive),
-            "Create the archive table, or name another.",
+            gone_what(archive),
+            GONE_HINT,
         );
     };
     let kind = unsafe { pg_sys::get_rel_relkind(archive) } as u8;

@@ -305,6 +305,22 @@ expect_match "ttl_index_drop on a worker node" '^0A000: .* (public\.)?events .*c
 expect_eq "the worker nodes' catalog unchanged: events, 1 day" "1 day|1 day" \
   "$(qw1 -c "SELECT expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass")|$(qw2 -c "SELECT expire_after FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'events'::regclass")"
 
+echo "   a table distributed after its TTL index got archive_to: not handed on, nothing deleted"
+qc >/dev/null <<'SQL'
+CREATE TABLE later (id bigint, doc jsonb);
+CREATE TABLE later_archive (id bigint, doc jsonb);
+SELECT FROM ttl_index_create('later', 'ts', interval '1 day', archive_to => 'later_archive');
+SELECT create_distributed_table('later', 'id', shard_count => 4);
+INSERT INTO later SELECT g, jsonb_build_object('ts', now() - interval '2 days') FROM generate_series(1, 200) g;
+SQL
+sleep 3  # the coordinator's handing on, and several passes of the nodes (every 500 ms)
+later_on() { "$1" -c "SELECT count(*) FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'later'::regclass"; }
+expect_eq "its 200 expired rows stay on the shards, archived nowhere; no node has its TTL index" "200|0|0" \
+  "$(qc -c "SELECT count(*) FROM later")|$(later_on qw1)|$(later_on qw2)"
+expect_match "ttl_expire_now refuses it" '^0A000: .*archive_to.* (public\.)?later( |$)' \
+  "$(sqlstate_on coord "SELECT ttl_expire_now('later')")"
+qc -c "DROP TABLE later, later_archive" >/dev/null
+
 echo "== 7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table"
 for node in "${CITUS_NODES[@]}"; do
   qn "$node" "$CITUS_DB" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
