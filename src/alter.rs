@@ -42,7 +42,10 @@ pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<p
     if mode == Some(partitions::Mode::Drop) && current.archive_to.is_some() {
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("drop_partitions => 'drop' cannot go with archive_to on {}", table.name),
+            format!(
+                "drop_partitions => 'drop' cannot go with archive_to on {}",
+                table.name
+            ),
             "A dropped partition's rows would never reach the archive: use 'detach' (the \
              detached partition keeps its rows), or remove archive_to first ('-').",
         );

@@ -102,14 +102,20 @@ pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
 fn gone_what(archive: Oid) -> String {
     match archive == pg_sys::InvalidOid {
         true => "the archive table was dropped".to_string(),
-        false => format!("the archive table (OID {}) no longer exists", archive.to_u32()),
+        false => format!(
+            "the archive table (OID {}) no longer exists",
+            archive.to_u32()
+        ),
     }
 }
 
 const GONE_HINT: &str = "Name another with ttl_index_alter(…, archive_to => …), or none ('-').";
 
 fn gone(archive: Oid) -> String {
-    format!("{}: nothing is deleted until then. {GONE_HINT}", gone_what(archive))
+    format!(
+        "{}: nothing is deleted until then. {GONE_HINT}",
+        gone_what(archive)
+    )
 }
 
 /// `schema.name` of a relation, quoted; `None` when it does not exist.
@@ -206,9 +212,9 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
              would be lost. ALTER TABLE … SET LOGGED, or name a permanent table.",
         );
     }
-    let foreign_leaf = leaves
-        .iter()
-        .any(|&leaf| unsafe { pg_sys::get_rel_relkind(leaf) } as u8 == pg_sys::RELKIND_FOREIGN_TABLE);
+    let foreign_leaf = leaves.iter().any(
+        |&leaf| unsafe { pg_sys::get_rel_relkind(leaf) } as u8 == pg_sys::RELKIND_FOREIGN_TABLE,
+    );
     if kind == pg_sys::RELKIND_PARTITIONED_TABLE && foreign_leaf {
         return unfit(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -244,7 +250,9 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
         )
     };
     if crate::citus::citus_table(table) {
-        return on_citus(format!("archive_to is not supported on the Citus table {name}"));
+        return on_citus(format!(
+            "archive_to is not supported on the Citus table {name}"
+        ));
     }
     if crate::citus::citus_table(archive) {
         return on_citus(format!("archive_to {archive_name} is a Citus table"));
@@ -298,7 +306,8 @@ fn leaves(table: Oid) -> Vec<Oid> {
 fn archives_into(archive: Oid, table: Oid) -> Option<String> {
     let catalog = Extension::find()?.catalog();
     crate::read::one::<String>(
-        &format!("WITH RECURSIVE chain(relid, hops) AS ( \
+        &format!(
+            "WITH RECURSIVE chain(relid, hops) AS ( \
            SELECT $1::pg_catalog.oid, 0 \
            UNION ALL \
            SELECT t.archive_to::pg_catalog.oid, c.hops OPERATOR(pg_catalog.+) 1 FROM chain c \
@@ -308,7 +317,8 @@ fn archives_into(archive: Oid, table: Oid) -> Option<String> {
          SELECT c.relid::pg_catalog.regclass::pg_catalog.text FROM chain c \
          JOIN {catalog} t \
            ON t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) c.relid \
-         WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) $2 LIMIT 1"),
+         WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) $2 LIMIT 1"
+        ),
         &[archive.into(), table.into()],
     )
 }

@@ -444,7 +444,9 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
     if let Some(constraints) = deferrable_references(index.table) {
         check_references_now(&constraints);
     }
-    let archive = index.archive_to.filter(|&archive| archive != pg_sys::InvalidOid);
+    let archive = index
+        .archive_to
+        .filter(|&archive| archive != pg_sys::InvalidOid);
     if let Some(constraints) = archive.and_then(deferrable_constraints_of) {
         check_references_now(&constraints);
     }

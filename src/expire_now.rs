@@ -53,7 +53,10 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         // distributed after archive_to was set: its TTL index is not handed on to the nodes
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("archive_to is not supported on the Citus table {}", table.name),
+            format!(
+                "archive_to is not supported on the Citus table {}",
+                table.name
+            ),
             "It was distributed after archive_to was set, and its shards are not purged: \
              remove archive_to ('-') to purge it by deleting.",
         );

@@ -110,8 +110,7 @@ impl Worker {
             })
             .unwrap_or_else(|e| error!("jsonb_ttl: cannot pick rows: {e}"));
             let archives = current.archive_to.is_some();
-            let mut parts =
-                deleter::delete_in_parts(&delete_rows, expire_after, &rows, archives);
+            let mut parts = deleter::delete_in_parts(&delete_rows, expire_after, &rows, archives);
             parts.undeletable.truncate(room);
             parts
         })?;
