@@ -620,7 +620,7 @@ COMMENT ON COLUMN ttl_indexes.batch_size IS 'Rows a batch deletes (NULL: the wor
 COMMENT ON COLUMN ttl_indexes.max_removes_per_second IS 'The rate the worker deletes at most (NULL: no limit of its own).';
 COMMENT ON COLUMN ttl_indexes.replication_origin IS 'Whether deletes are written under a replication origin (hidden from origin = none subscribers).';
 COMMENT ON COLUMN ttl_indexes.logical_message IS 'Whether each batch writes a logical decoding message with the rows it deleted.';
-COMMENT ON COLUMN ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted).';
+COMMENT ON COLUMN ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted; ''-'': the archive was dropped, nothing is deleted until ttl_index_alter names another or none).';
 
 COMMENT ON VIEW ttl_stats IS 'What the background worker did, one row per table it deletes from (a leaf partition for a partitioned table), like pg_stat_*.';
 COMMENT ON COLUMN ttl_stats.table_name IS 'The table the worker deletes from.';

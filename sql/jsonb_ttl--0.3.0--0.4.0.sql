@@ -522,7 +522,7 @@ LEFT JOIN jsonb_ttl_internal.index_oid o
 LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_oid
                               AND x.indrelid OPERATOR(pg_catalog.=) c.oid
 LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
-COMMENT ON COLUMN @extschema@.ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted).';
+COMMENT ON COLUMN @extschema@.ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted; ''-'': the archive was dropped, nothing is deleted until ttl_index_alter names another or none).';
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);

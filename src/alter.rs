@@ -37,6 +37,8 @@ fn rearm_brake(ext: &Extension, table: &Table) {
 
 /// Turns dropping whole partitions on (`Some` mode) or off (see [`partitions`]).
 pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<partitions::Mode>) {
+    // (archive_to is read after a concurrent alter of it committed)
+    crate::table::lock_entry(ext, table);
     let current = ttl_index_of(ext, table);
     citus::check_options(table.oid, &table.name, false, false, mode.is_some(), false);
     if mode == Some(partitions::Mode::Drop) && current.archive_to.is_some() {

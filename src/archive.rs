@@ -113,7 +113,7 @@ const GONE_HINT: &str = "Name another with ttl_index_alter(â€¦, archive_to => â€
 
 fn gone(archive: Oid) -> String {
     format!(
-        "{}: nothing is deleted until then. {GONE_HINT}",
+        "{}: nothing is deleted until ttl_index_alter names another archive, or none ('-')",
         gone_what(archive)
     )
 }
@@ -159,18 +159,27 @@ fn columns(table: Oid) -> Vec<String> {
         .collect()
 }
 
-/// Whether `archive` can take the rows of `table` (named `name` in messages), inserted as
-/// `owner`; `drop_partitions`: whether the TTL index drops expired partitions whole, which
+/// Whether `archive` may be the archive of `table` (named `name` in messages), its rows
+/// inserted as `owner`; `drops`: whether the TTL index drops expired partitions whole, which
 /// would remove rows without archiving them. What `ttl_index_create` and `ttl_index_alter`
-/// refuse, and what a failed batch asks ([`usable`]).
+/// refuse: whether it takes the rows ([`fits_now`]), then the rules of an archive ([`rules`]).
 pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> Result<(), Unfit> {
-    let unfit = |code, message: String, hint: &str| {
-        Err(Unfit {
-            code,
-            message,
-            hint: hint.to_string(),
-        })
-    };
+    fits_now(table, name, archive, owner)?;
+    rules(table, name, archive, drops)
+}
+
+fn unfit(code: PgSqlErrorCode, message: String, hint: &str) -> Result<(), Unfit> {
+    Err(Unfit {
+        code,
+        message,
+        hint: hint.to_string(),
+    })
+}
+
+/// Whether the INSERT of `table`'s rows into `archive`, as `owner`, can run now: the archive
+/// exists and is a table, the owner may INSERT into it, and it has the table's columns
+/// ([`fits`]). What a failed batch asks ([`usable`]) as well as a change.
+fn fits_now(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), Unfit> {
     let Some(archive_name) = qualified_name(archive) else {
         return unfit(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
@@ -190,6 +199,40 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
             format!("archive_to {archive_name} is not a table"),
             "Name a table, a partitioned table or a foreign table (postgres_fdw).",
+        );
+    }
+    let allowed = unsafe { pg_sys::pg_class_aclcheck(archive, owner, pg_sys::ACL_INSERT as _) };
+    if allowed != pg_sys::AclResult::ACLCHECK_OK {
+        let role = role_name(owner);
+        return Err(Unfit {
+            code: PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            message: format!(
+                "the owner of {name}, {role}, may not insert into the archive {archive_name}"
+            ),
+            hint: format!(
+                "The worker archives as the table's owner: GRANT INSERT ON {archive_name} TO {};",
+                quote_identifier(&role)
+            ),
+        });
+    }
+    let foreign = kind == pg_sys::RELKIND_FOREIGN_TABLE;
+    crate::owner::as_table_owner(owner, &[], || fits(table, name, &archive_name, foreign))
+}
+
+/// The rules an archive follows, checked when it is named (not again later: an unlogged
+/// partition attached to it afterwards is the owner's doing): not temporary or unlogged, no
+/// foreign partition, not in the table's partition tree, no Citus table, no partitions dropped
+/// whole, no chain of archives back to the table.
+fn rules(table: Oid, name: &str, archive: Oid, drops: bool) -> Result<(), Unfit> {
+    let archive_name = qualified_name(archive).unwrap_or_default();
+    if archive == table
+        || crate::catalog::is_partition_of(archive, table)
+        || crate::catalog::is_partition_of(table, archive)
+    {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("archive_to {archive_name} is {name} or in its partition tree"),
+            "Name another table: rows archived into their own table would never leave it.",
         );
     }
     let leaves = leaves(archive);
@@ -215,30 +258,12 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
     let foreign_leaf = leaves.iter().any(
         |&leaf| unsafe { pg_sys::get_rel_relkind(leaf) } as u8 == pg_sys::RELKIND_FOREIGN_TABLE,
     );
-    if kind == pg_sys::RELKIND_PARTITIONED_TABLE && foreign_leaf {
+    if foreign_leaf {
         return unfit(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             format!("archive_to {archive_name} has a foreign partition"),
             "Name the foreign table itself (its INSERT skips a row already there, for the moment \
              a crash may copy a row twice), or a table whose partitions are all local.",
-        );
-    }
-    if let Some(before) = archives_into(archive, table) {
-        return unfit(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("archive_to {archive_name} leads back to {name} (through {before})"),
-            "Rows would go round for ever: end the chain of archives at a table without \
-             archive_to.",
-        );
-    }
-    if archive == table
-        || crate::catalog::is_partition_of(archive, table)
-        || crate::catalog::is_partition_of(table, archive)
-    {
-        return unfit(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("archive_to {archive_name} is {name} or in its partition tree"),
-            "Name another table: rows archived into their own table would never leave it.",
         );
     }
     let on_citus = |what: String| {
@@ -265,22 +290,15 @@ pub fn check(table: Oid, name: &str, archive: Oid, owner: Oid, drops: bool) -> R
              'detach' (the detached partition keeps its rows) or 'off'.",
         );
     }
-    let allowed = unsafe { pg_sys::pg_class_aclcheck(archive, owner, pg_sys::ACL_INSERT as _) };
-    if allowed != pg_sys::AclResult::ACLCHECK_OK {
-        let role = role_name(owner);
-        return Err(Unfit {
-            code: PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            message: format!(
-                "the owner of {name}, {role}, may not insert into the archive {archive_name}"
-            ),
-            hint: format!(
-                "The worker archives as the table's owner: GRANT INSERT ON {archive_name} TO {};",
-                quote_identifier(&role)
-            ),
-        });
+    if let Some(before) = archives_into(archive, table) {
+        return unfit(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("archive_to {archive_name} leads back to {name} (through {before})"),
+            "Rows would go round for ever: end the chain of archives at a table without \
+             archive_to.",
+        );
     }
-    let foreign = kind == pg_sys::RELKIND_FOREIGN_TABLE;
-    crate::owner::as_table_owner(owner, &[], || fits(table, name, &archive_name, foreign))
+    Ok(())
 }
 
 /// The leaf partitions of `table` (none for a table that is not partitioned).
@@ -358,7 +376,7 @@ fn fits(table: Oid, name: &str, archive_name: &str, foreign: bool) -> Result<(),
 /// asked after a batch failed: `Err` with the reason when it cannot, and the failure is then
 /// the archive's, not the rows' (no row is set aside; nothing is deleted until it is mended).
 pub fn usable(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), String> {
-    check(table, name, archive, owner, false).map_err(|unfit| {
+    fits_now(table, name, archive, owner).map_err(|unfit| {
         format!(
             "{}; nothing is deleted until it is mended. {}",
             unfit.message, unfit.hint
@@ -366,51 +384,65 @@ pub fn usable(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), St
     })
 }
 
+/// Whether an archive takes a batch's rows (see [`takes_rows`]).
+pub enum Verdict {
+    Takes,
+    /// It refuses them: why.
+    Refuses(String),
+    /// It could not be told (a moment's failure: a lock timeout, a cancel).
+    Unknown,
+}
+
 /// Whether the archive of `index` (a target, its archive read by
-/// [`crate::catalog::with_current_names`]) takes the rows a batch of `rows` would move: their
-/// INSERT alone, run and always rolled back (as the owner, in the caller's frame), asked after a
-/// batch failed. `Err` with the archive's error when it refuses them: a foreign server down,
-/// no partition for a row, its own trigger, constraint or policy; the failure is then the
-/// archive's, not the rows', and nothing is set aside. Also `Ok` when the INSERT could not be
-/// tried for a moment's reason (a lock timeout): the failure is left to the batch's usual
-/// handling.
+/// [`crate::catalog::with_current_names`]) takes the rows a batch of `rows` would move, the
+/// rows set aside (`set_aside`) left out as the batch leaves them: their INSERT alone, run and
+/// always rolled back (as the owner, in the caller's frame), asked after a batch failed. It
+/// inserts those rows (their WAL, sequence values, the archive's triggers; a foreign archive's
+/// server receives them), then undoes it. [`Verdict::Refuses`] with the archive's error: a
+/// foreign server down, no partition for a row, its own trigger, constraint or policy; the
+/// failure is then the archive's, not the rows', and nothing is set aside.
 pub fn takes_rows(
     ext: &Extension,
     index: &crate::catalog::TtlIndex,
     expire_after: pgrx::datum::Interval,
     rows: i64,
-) -> Result<(), String> {
+    set_aside: &[pg_sys::ItemPointerData],
+) -> Verdict {
     let Some(Ok(archive)) = &index.archive else {
-        return Ok(());
+        return Verdict::Takes;
     };
-    let reference = index.reference(ext)?;
+    let reference = match index.reference(ext) {
+        Ok(reference) => reference,
+        Err(e) => return Verdict::Refuses(e),
+    };
     let on_conflict = match archive.foreign {
         true => " ON CONFLICT DO NOTHING",
         false => "",
     };
     let sql = format!(
         "{marker}INSERT INTO {into} ({columns}) SELECT {columns} FROM ONLY {table} \
-         WHERE {expired} LIMIT $2{on_conflict}",
+         WHERE {expired}{set_aside} LIMIT $2{on_conflict}",
         marker = crate::planner::MARKER,
         into = archive.qualified,
         columns = archive.columns,
         table = index.qualified_table,
         expired = index.expired(ext, &reference),
+        set_aside = crate::deleter::not_set_aside(!set_aside.is_empty(), "$3"),
     );
     let tried = crate::txn::in_rolled_back_subtransaction(|| {
         Spi::connect_mut(|client| {
-            client
-                .update(&sql, None, &[expire_after.into(), rows.into()])
-                .map(|_| ())
+            let args = [expire_after.into(), rows.into(), set_aside.to_vec().into()];
+            client.update(&sql, None, &args).map(|_| ())
         })
         .unwrap_or_else(|e| error!("{e}"))
     });
     match tried {
-        Err(failure) if !failure.is_transient() => Err(format!(
+        Ok(()) => Verdict::Takes,
+        Err(failure) if failure.is_transient() => Verdict::Unknown,
+        Err(failure) => Verdict::Refuses(format!(
             "the archive {} refuses the rows of {}: {}; nothing is deleted until it takes them",
             archive.qualified, index.display_name, failure.message
         )),
-        _ => Ok(()),
     }
 }
 
@@ -419,6 +451,8 @@ pub fn takes_rows(
 /// it: the archive (`archive`; 0, `'-'::regclass`, for none), checked ([`check`]) as the
 /// table's owner would insert into it.
 pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<bool>) {
+    // drop_partitions, and the chain of archives, read after a concurrent alter committed
+    crate::table::lock_entry(ext, table);
     let current = ttl_index_of(ext, table);
     let archive = (archive != pg_sys::InvalidOid).then_some(archive);
     if created == Some(false) {

@@ -98,7 +98,7 @@ pub fn pick_sql(ext: &Extension, index: &TtlIndex, skip_set_aside: bool) -> Resu
 
 /// The condition that leaves out the rows set aside, given as the `tid[]` parameter `param`,
 /// when `skip` (else nothing: the common case pays no per-row test for an empty list).
-fn not_set_aside(skip: bool, param: &str) -> String {
+pub(crate) fn not_set_aside(skip: bool, param: &str) -> String {
     match skip {
         true => format!(" AND ctid OPERATOR(pg_catalog.<>) ALL ({param})"),
         false => String::new(),

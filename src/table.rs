@@ -143,6 +143,23 @@ pub(crate) fn existing(ext: &Extension, table: &Table) -> Option<TtlIndex> {
         .next()
 }
 
+/// Locks the catalog row of `table`'s TTL index until the transaction ends (`FOR UPDATE`, as the
+/// catalog's owner): a change that checks its options against the others (`archive_to` and
+/// `drop_partitions => 'drop'`) reads them after a concurrent change committed, not before.
+pub(crate) fn lock_entry(ext: &Extension, table: &Table) {
+    owner::as_catalog_owner(ext.owner(), || {
+        Spi::run_with_args(
+            &format!(
+                "SELECT FROM {catalog} WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+                 FOR UPDATE",
+                catalog = ext.catalog(),
+            ),
+            &[table.oid.into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot lock the TTL index: {e}"));
+}
+
 /// The TTL index of `table`, or an error saying it has none.
 pub(crate) fn ttl_index_of(ext: &Extension, table: &Table) -> TtlIndex {
     existing(ext, table).unwrap_or_else(|| no_ttl_index(table))

@@ -179,6 +179,9 @@ impl Worker {
             .iter()
             .filter(|index| !index.paused && index.in_window && roots.insert(index.root))
             .filter_map(|index| Some((index.clone(), index.drop_partitions?)))
+            // never a partition dropped whole past its archive (the two are refused together;
+            // this holds even if two alters raced past that check)
+            .filter(|(index, mode)| *mode != partitions::Mode::Drop || index.archive_to.is_none())
             .collect();
         for (index, mode) in owners {
             handle_signals();

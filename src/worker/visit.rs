@@ -11,6 +11,7 @@ use crate::bgw::handle_signals;
 use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
+use crate::archive::Verdict;
 use crate::leaf_check::Marks;
 use crate::txn::Failure;
 use crate::{brake, budget, gucs, stats};
@@ -176,16 +177,19 @@ impl Worker {
         if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
             self.statements
                 .retain(|((table, _), _), _| *table != index.table);
-            if !failure.is_transient() {
-                if let Some(reason) = self.archive_unfit(ext, index, granted) {
-                    // the archive's failure, not the rows': none is set aside
-                    return Err(Failure {
-                        code: failure.code,
-                        message: reason,
-                    });
-                }
-            }
             if !failure.is_transient() && !self.undeletable.full(index.table) {
+                match self.archive_verdict(ext, index, granted) {
+                    Verdict::Takes => {}
+                    // the archive's failure, not the rows': none is set aside
+                    Verdict::Refuses(reason) => {
+                        return Err(Failure {
+                            code: failure.code,
+                            message: reason,
+                        })
+                    }
+                    // not told: the next pass tries again, nothing set aside meanwhile
+                    Verdict::Unknown => return outcome,
+                }
                 let before = self.undeletable.count(index.table);
                 outcome = self.split(ext, index, granted);
                 let set_aside = self.undeletable.count(index.table) - before;
@@ -197,18 +201,24 @@ impl Worker {
         outcome
     }
 
-    /// Why the archive of `index` can no longer take its rows, asked after a batch of `rows`
+    /// Whether the archive of `index` still takes its rows, asked after a batch of `rows`
     /// failed: it no longer fits ([`crate::archive::usable`]), or it refuses the rows
-    /// ([`crate::archive::takes_rows`]); `None` when it has none or it takes them.
-    fn archive_unfit(&mut self, ext: &Extension, index: &TtlIndex, rows: i64) -> Option<String> {
-        let archive = index.archive_to?;
-        let unfit = in_batch_frame(&mut self.frame, index, |current, expire_after| {
-            let owner = crate::owner::table_owner(current.table)?;
-            crate::archive::usable(current.table, &current.display_name, archive, owner)
-                .and_then(|_| crate::archive::takes_rows(ext, current, expire_after, rows))
-                .err()
+    /// ([`crate::archive::takes_rows`]); [`Verdict::Takes`] when it has none.
+    fn archive_verdict(&mut self, ext: &Extension, index: &TtlIndex, rows: i64) -> Verdict {
+        let Some(archive) = index.archive_to else {
+            return Verdict::Takes;
+        };
+        let set_aside = self.undeletable.rows(index.table);
+        let verdict = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let Some(owner) = crate::owner::table_owner(current.table) else {
+                return Verdict::Unknown;
+            };
+            match crate::archive::usable(current.table, &current.display_name, archive, owner) {
+                Err(reason) => Verdict::Refuses(reason),
+                Ok(()) => crate::archive::takes_rows(ext, current, expire_after, rows, &set_aside),
+            }
         });
-        unfit.ok().flatten().flatten()
+        verdict.ok().flatten().unwrap_or(Verdict::Unknown)
     }
 
     /// Counts what a batch of `granted` rows did (the budget's rest given back, the rows in the

@@ -168,10 +168,35 @@ INSERT INTO tokens SELECT g, jsonb_build_object('at', now() - interval '1 hour')
 SQL
 eventually_eq "ttl_stats says the archive is gone" 10 t arch \
   "SELECT last_error LIKE '%the archive table was dropped%nothing is deleted%' FROM ttl_stats WHERE table_name = 'tokens'::regclass"
-expect_eq "the rows stay; ttl_indexes shows archive_to '-'" "50|-" \
-  "$(q arch -c "SELECT (SELECT count(*) FROM tokens), (SELECT archive_to FROM ttl_indexes WHERE table_name = 'tokens'::regclass)")"
+expect_eq "the rows stay, none set aside; ttl_indexes shows archive_to '-'" "50|0|-" \
+  "$(q arch -c "SELECT (SELECT count(*) FROM tokens), (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'tokens'::regclass),
+                       (SELECT archive_to FROM ttl_indexes WHERE table_name = 'tokens'::regclass)")"
 q arch -c "SELECT FROM ttl_index_alter('tokens', archive_to => '-')"
 wait_for "with archive_to removed, they are deleted" 10 drained tokens 0
+
+echo "-- 6. a local archive that refuses a row (its trigger): the table stops, nothing set aside"
+q arch <<'SQL'
+CREATE TABLE notes (id bigint PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE notes_archive (id bigint, doc jsonb);
+CREATE FUNCTION no_secrets() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.doc ? 'secret' THEN RAISE EXCEPTION 'no secrets in the archive (note %)', NEW.id; END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER no_secrets BEFORE INSERT ON notes_archive FOR EACH ROW EXECUTE FUNCTION no_secrets();
+SELECT FROM ttl_index_create('notes', 'at', 0, archive_to => 'notes_archive');
+INSERT INTO notes SELECT g, jsonb_build_object('at', now() - interval '1 hour') FROM generate_series(1, 200) g;
+INSERT INTO notes VALUES (201, jsonb_build_object('at', now() - interval '1 hour', 'secret', 'x'));
+SQL
+eventually_eq "ttl_stats says the archive refuses the rows, with its error" 10 t arch \
+  "SELECT last_error LIKE '%the archive public.notes_archive refuses the rows of public.notes: no secrets in the archive (note 201)%'
+   FROM ttl_stats WHERE table_name = 'notes'::regclass"
+expect_eq "no row set aside; every row still in the table or archived, once" "0|201|201" \
+  "$(q arch -c "SELECT (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'notes'::regclass),
+                       (SELECT count(*) FROM notes) + (SELECT count(*) FROM notes_archive),
+                       (SELECT count(DISTINCT id) FROM (SELECT id FROM notes UNION ALL SELECT id FROM notes_archive) u)")"
+q arch -c "UPDATE notes SET doc = doc - 'secret' WHERE id = 201"
+wait_for "the row mended, all 201 move" 10 drained notes_archive 201
 
 errors=$(grep -c 'PANIC\|server process .* was terminated by signal 11' "$MAIN_DIR/server.log" || true)
 expect_eq "no crash of the server's own" 0 "$errors"

@@ -21,6 +21,10 @@ SELECT FROM ttl_index_create('"odd schema"."Sessions"', 'meta."last.seen"', 1800
 CREATE TABLE plain (id int, at timestamptz);
 SELECT FROM ttl_index_create('plain', 'at', interval '1 day');
 ALTER TABLE plain RENAME TO plain_renamed;
+-- an archive in another schema, named as only quotes allow: restored by name (regclass)
+CREATE SCHEMA cold;
+CREATE TABLE cold."Plain Archive" (id int, at timestamptz, archived_at timestamptz DEFAULT now());
+SELECT FROM ttl_index_alter('plain_renamed', archive_to => 'cold."Plain Archive"');
 -- 1 live event, 2000 expired ones, and 50 expired ones that orders still reference (their key
 -- restricts their deletion)
 INSERT INTO events SELECT 0, '{"creationDate": "2999-01-01"}';
@@ -34,7 +38,8 @@ INSERT INTO zz_filler SELECT g, md5(g::text), md5((g * 7)::text) FROM generate_s
 CREATE INDEX zz_filler_a ON zz_filler (a);
 CREATE INDEX zz_filler_b ON zz_filler (b);
 SQL
-listing="SELECT table_name::text, column_name, path, json_path, expire_after, numeric_unit, index_name
+listing="SELECT table_name::text, column_name, path, json_path, expire_after, numeric_unit, index_name,
+                archive_to
          FROM ttl_indexes ORDER BY 1"
 before=$(q src -c "$listing")
 "$PGBIN/pg_dump" -h "$SOCK" -p "$PORT" -U postgres -Fc -f "$CLUSTER_DIR/src.dump" src
