@@ -7,11 +7,11 @@
 use super::batch::in_batch_frame;
 use super::safety_brake::Brake;
 use super::{Limit, Worker};
+use crate::archive::Verdict;
 use crate::bgw::handle_signals;
 use crate::catalog::TtlIndex;
 use crate::deleter::{Outcome, Purge};
 use crate::extension::Extension;
-use crate::archive::Verdict;
 use crate::leaf_check::Marks;
 use crate::txn::Failure;
 use crate::{brake, budget, gucs, stats};
