@@ -481,3 +481,115 @@ pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<
         set_column(ext, table, "archive_to", archive.into());
     }
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::{resolve, takes_rows, wrap, Verdict};
+    use crate::catalog::{self, Scope};
+    use crate::extension::Extension;
+    use crate::generic_plan::GenericPlan;
+    use pgrx::pg_sys::{self, Oid};
+    use pgrx::prelude::*;
+
+    fn oid(name: &str) -> Oid {
+        Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
+            .expect("query runs")
+            .expect("relation exists")
+    }
+
+    fn count(sql: &str) -> i64 {
+        Spi::get_one::<i64>(sql).expect("query runs").unwrap_or(-1)
+    }
+
+    #[pg_test]
+    fn wrapped_delete_moves_rows_and_counts_them() {
+        Spi::run(
+            "CREATE TABLE src (id int, \"we\"\"ird\" text);
+             CREATE TABLE arch (\"we\"\"ird\" text, id int, at timestamptz DEFAULT now());
+             INSERT INTO src SELECT g, 'x' || g FROM generate_series(1, 10) g;",
+        )
+        .expect("tables made");
+        let archive = resolve(oid("src"), oid("arch")).expect("the archive exists");
+        assert_eq!(archive.columns, r#"id, "we""ird""#);
+        let delete = format!(
+            "{}DELETE FROM ONLY public.src WHERE id OPERATOR(pg_catalog.<=) $1",
+            crate::planner::MARKER
+        );
+        let sql = wrap(&delete, &archive);
+        let removed = Spi::connect_mut(|_| {
+            let plan = GenericPlan::prepare(&sql, &[pg_sys::INT4OID]).expect("prepared");
+            plan.removed(&[4i32.into_datum()])
+        })
+        .expect("runs");
+        assert_eq!(removed, 4);
+        assert_eq!(count("SELECT count(*) FROM src"), 6);
+        assert_eq!(count("SELECT count(*) FROM arch WHERE id <= 4 AND \"we\"\"ird\" = 'x' || id AND at IS NOT NULL"), 4);
+        // the plain DELETE's count is its own (no row returned)
+        let removed = Spi::connect_mut(|_| {
+            let plan = GenericPlan::prepare(&delete, &[pg_sys::INT4OID]).expect("prepared");
+            plan.removed(&[6i32.into_datum()])
+        })
+        .expect("runs");
+        assert_eq!(removed, 2);
+    }
+
+    #[pg_test]
+    fn a_dropped_archive_is_an_error() {
+        Spi::run("CREATE TABLE src (id int)").expect("table made");
+        let error = resolve(oid("src"), pg_sys::InvalidOid).expect_err("OID 0: dropped");
+        assert!(error.contains("was dropped"), "{error}");
+    }
+
+    #[pg_test]
+    fn rolled_back_subtransaction_keeps_nothing() {
+        Spi::run("CREATE TABLE kept (id int)").expect("table made");
+        let done = crate::txn::in_rolled_back_subtransaction(|| {
+            Spi::run("INSERT INTO kept VALUES (1)").expect("inserted");
+            count("SELECT count(*) FROM kept")
+        });
+        assert_eq!(done.expect("ran"), 1);
+        assert_eq!(count("SELECT count(*) FROM kept"), 0);
+        let failed = crate::txn::in_rolled_back_subtransaction(|| {
+            Spi::run("INSERT INTO kept VALUES (2)").expect("inserted");
+            error!("refused")
+        });
+        assert!(failed.is_err());
+        assert_eq!(count("SELECT count(*) FROM kept"), 0);
+    }
+
+    #[pg_test]
+    fn takes_rows_tells_the_archive_that_refuses() {
+        Spi::run(
+            "CREATE TABLE events (id int PRIMARY KEY, doc jsonb);
+             CREATE TABLE events_archive (id int, doc jsonb);
+             SELECT FROM ttl_index_create('events', 'at', 0, archive_to => 'events_archive');
+             INSERT INTO events SELECT g, jsonb_build_object('at', '2020-01-01T00:00:00Z', 'n', g)
+             FROM generate_series(1, 5) g;",
+        )
+        .expect("tables made");
+        let ext = Extension::current();
+        let target = catalog::load(&ext, Some(oid("events")), Scope::Targets)
+            .pop()
+            .expect("a target");
+        let verdict = || {
+            let current = catalog::with_current_names(&target).expect("the table exists");
+            let zero = pgrx::datum::Interval::from_micros(0);
+            takes_rows(&ext, &current, zero, 10, &[])
+        };
+        assert!(matches!(verdict(), Verdict::Takes));
+        // the trial left nothing behind
+        assert_eq!(count("SELECT count(*) FROM events_archive"), 0);
+        Spi::run(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN IF NEW.id = 3 THEN RAISE EXCEPTION 'not row 3'; END IF; RETURN NEW; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON events_archive FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .expect("trigger made");
+        match verdict() {
+            Verdict::Refuses(reason) => assert!(reason.contains("not row 3"), "{reason}"),
+            _ => panic!("the archive's refusal was not told"),
+        }
+        assert_eq!(count("SELECT count(*) FROM events"), 5);
+    }
+}
