@@ -20,9 +20,20 @@ INSERT INTO demo_events (doc) VALUES
   ('{"kind": "future", "creationDate": "2999-01-01T00:00:00+01:00"}'),
   ('{"kind": "broken", "creationDate": "2019-02-30"}'),
   ('{"kind": "no date"}');
+
+-- sessions that idle 20 seconds are not lost: they move into an archive, stamped as they go
+DROP TABLE IF EXISTS demo_sessions, demo_sessions_archive;
+CREATE TABLE demo_sessions (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE demo_sessions_archive (id bigint, doc jsonb, archived_at timestamptz NOT NULL DEFAULT now());
+SELECT index_name, archive_to FROM ttl_index_create('demo_sessions', 'lastSeen', interval '20 seconds',
+                                                    archive_to => 'demo_sessions_archive');
+INSERT INTO demo_sessions (doc)
+SELECT jsonb_build_object('user', 'u' || g, 'lastSeen', now() + (g - 20) * interval '1 second')
+FROM generate_series(1, 40) g;
 RESET client_min_messages;
 
 \echo
 \echo 'Watch the rows go (one a second):   SELECT count(*) FROM demo_events \\watch 1'
+\echo 'Sessions moving to their archive:   SELECT (SELECT count(*) FROM demo_sessions) AS live, (SELECT count(*) FROM demo_sessions_archive) AS archived \\watch 1'
 \echo 'What the worker did:                SELECT * FROM ttl_stats;'
 \echo 'Server totals:                      SELECT * FROM ttl_statistics();'

@@ -22,6 +22,11 @@ fed_and_gone() {
 wait_for "the worker removes them 10 s after they came, while newer ones arrive" 40 fed_and_gone
 expect_eq "ttl_stats counts the deletions since the feeder started" t \
   "$(q demo -c "SELECT sum(rows_deleted) > $first_deleted FROM ttl_stats")"
+moved() {
+  [ "$(q demo -c "SELECT (SELECT count(*) FROM demo_sessions_archive) >= 5
+                         AND (SELECT count(*) FROM demo_sessions) + (SELECT count(*) FROM demo_sessions_archive) = 40")" = t ]
+}
+wait_for "the demo's idle sessions move into their archive, none lost" 20 moved
 "$ROOT/scripts/cluster.sh" stop "$CLUSTER"
 feeder_gone() { ! kill -0 "$feeder" 2>/dev/null; }
 wait_for "the feeder ends once the server is gone" 10 feeder_gone

@@ -177,4 +177,9 @@ expect_eq "after it, ttl_expire_now(NULL) is an error" "ttl_expire_now: the tabl
   "$(outcome postgres from030 "SELECT ttl_expire_now(to_regclass('evnets'))")"
 expect_eq "and ttl_expire_now() every table, paused ones skipped" "0|10" \
   "$(q from030 -c "SELECT ttl_expire_now()")|$(q from030 -c "SELECT count(*) FROM paused")"
+q from030 -c "CREATE TABLE events_archive (id int, doc jsonb)" \
+  -c "SELECT FROM ttl_index_alter('events', archive_to => 'events_archive')" \
+  -c "INSERT INTO events SELECT g, '{\"at\": 1}' FROM generate_series(1, 10) g"
+eventually_eq "an updated 0.3.0 database archives (archive_to, a 0.4.0 option): its worker moves the rows" \
+  5 "0|10" from030 "SELECT (SELECT count(*) FROM events) || '|' || (SELECT count(*) FROM events_archive)"
 finish
