@@ -320,22 +320,30 @@ fn leaves(table: Oid) -> Vec<Oid> {
 }
 
 /// Whether the chain of archives from `archive` (each TTL index's `archive_to` leading to the
-/// next table) comes back to `table`: the last table before it, by name.
+/// next table; a table's rows are purged by its own TTL index, or by that of a partitioned
+/// table it is a partition of) comes back to `table` or a partition of it: the last table
+/// before it, by name.
 fn archives_into(archive: Oid, table: Oid) -> Option<String> {
     let catalog = Extension::find()?.catalog();
+    // the TTL indexes that purge the rows of the table c.relid
+    let purging = format!(
+        "{catalog} t ON t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+           SELECT c.relid UNION \
+           SELECT a.relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors(c.relid) a))"
+    );
     crate::read::one::<String>(
         &format!(
             "WITH RECURSIVE chain(relid, hops) AS ( \
-           SELECT $1::pg_catalog.oid, 0 \
-           UNION ALL \
-           SELECT t.archive_to::pg_catalog.oid, c.hops OPERATOR(pg_catalog.+) 1 FROM chain c \
-           JOIN {catalog} t \
-             ON t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) c.relid \
-           WHERE t.archive_to IS NOT NULL AND c.hops OPERATOR(pg_catalog.<) 100) \
-         SELECT c.relid::pg_catalog.regclass::pg_catalog.text FROM chain c \
-         JOIN {catalog} t \
-           ON t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) c.relid \
-         WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) $2 LIMIT 1"
+               SELECT $1::pg_catalog.oid, 0 \
+               UNION ALL \
+               SELECT t.archive_to::pg_catalog.oid, c.hops OPERATOR(pg_catalog.+) 1 \
+               FROM chain c JOIN {purging} \
+               WHERE t.archive_to IS NOT NULL AND c.hops OPERATOR(pg_catalog.<) 100) \
+             SELECT c.relid::pg_catalog.regclass::pg_catalog.text FROM chain c JOIN {purging} \
+             WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+               SELECT $2 UNION \
+               SELECT p.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($2) p)) \
+             LIMIT 1"
         ),
         &[archive.into(), table.into()],
     )

@@ -88,6 +88,12 @@ CREATE TABLE cold.second (id bigint, doc jsonb);
 SELECT archive_to FROM ttl_index_create('cold.second', 'lastSeen', interval '1 day', archive_to => 'sessions');
 SELECT ttl_index_alter('sessions', archive_to => 'cold.second');
 SELECT ttl_index_drop('cold.second');
+-- also through a partition: an archive that is a partition of a table archiving back
+CREATE TABLE cold.tree (id bigint, doc jsonb) PARTITION BY LIST (id);
+CREATE TABLE cold.leaf PARTITION OF cold.tree DEFAULT;
+SELECT archive_to FROM ttl_index_create('cold.tree', 'lastSeen', interval '1 day', archive_to => 'sessions');
+SELECT ttl_index_alter('sessions', archive_to => 'cold.leaf');
+DROP TABLE cold.tree;
 -- creating the same TTL index again with another archive, or none, is refused
 SELECT (ttl_index_alter('sessions', archive_to => 'cold.sessions_archive')).archive_to;
 SELECT ttl_index_create('sessions', 'lastSeen', interval '30 minutes', archive_to => 'cold.by_region');
