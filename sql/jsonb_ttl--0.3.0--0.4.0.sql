@@ -476,7 +476,7 @@ AS 'MODULE_PATHNAME', 'ttl_worker_range_batch_wrapper';
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_range_batch(oid, bigint, timestamptz) FROM PUBLIC;
 
 -- archive_to (issue 34): each batch moves its expired rows into another table, in the same
--- transaction as their delete (src/archive.rs, docs/archive.md). A catalog column, a column
+-- transaction as their delete (src/archive/, docs/archive.md). A catalog column, a column
 -- of ttl_index_info and of ttl_indexes, last, and a parameter more, last, of ttl_index_create
 -- and ttl_index_alter (above), so every call written for 0.3.0 means what it meant.
 CREATE FUNCTION jsonb_ttl_internal."_ttl_index_archive"(

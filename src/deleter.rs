@@ -300,15 +300,26 @@ pub fn delete_in_parts(
 /// security-restricted operation a batch runs in, so a batch makes those checks immediate
 /// first: a violation then belongs to a row, at the end of the DELETE, not to the commit.
 pub fn deferrable_references(table: pg_sys::Oid) -> Option<String> {
+    deferrable_constraints(
+        "c.contype OPERATOR(pg_catalog.=) 'f' AND c.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+           SELECT $1 UNION SELECT a.relid::pg_catalog.oid \
+           FROM pg_catalog.pg_partition_ancestors($1) a))",
+        table,
+    )
+}
+
+/// The deferrable constraints `which` says (a condition on `pg_constraint c`, of `$1`:
+/// `relation`), qualified and quoted for `SET CONSTRAINTS`, or `None`.
+fn deferrable_constraints(which: &str, relation: pg_sys::Oid) -> Option<String> {
     Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%I.%I', n.nspname, c.conname), ', ') \
-         FROM pg_catalog.pg_constraint c \
-         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.connamespace \
-         WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.condeferrable \
-           AND c.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
-                 SELECT $1 UNION SELECT a.relid::pg_catalog.oid \
-                 FROM pg_catalog.pg_partition_ancestors($1) a))",
-        &[table.into()],
+        &format!(
+            "SELECT pg_catalog.string_agg(DISTINCT \
+                      pg_catalog.format('%I.%I', n.nspname, c.conname), ', ') \
+             FROM pg_catalog.pg_constraint c \
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.connamespace \
+             WHERE c.condeferrable AND {which}"
+        ),
+        &[relation.into()],
     )
     .ok()
     .flatten()
@@ -319,17 +330,11 @@ pub fn deferrable_references(table: pg_sys::Oid) -> Option<String> {
 /// `None`: as for [`deferrable_references`], the INSERT into the archive runs in the
 /// security-restricted operation of a batch, where no check can be deferred.
 pub fn deferrable_constraints_of(archive: pg_sys::Oid) -> Option<String> {
-    Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%I.%I', n.nspname, c.conname), ', ') \
-         FROM pg_catalog.pg_constraint c \
-         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.connamespace \
-         WHERE c.condeferrable \
-           AND c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
-                 SELECT $1 UNION SELECT t.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) t))",
-        &[archive.into()],
+    deferrable_constraints(
+        "c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+           SELECT $1 UNION SELECT t.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) t))",
+        archive,
     )
-    .ok()
-    .flatten()
 }
 
 /// `SET CONSTRAINTS ALL IMMEDIATE`, without parsing a statement: in a transaction of the

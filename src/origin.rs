@@ -261,13 +261,7 @@ pub fn may_write_under_origin(role: pg_sys::Oid) -> bool {
 /// [`may_write_under_origin`]).
 pub fn check_owner(owner: pg_sys::Oid, table: &str) {
     if !may_write_under_origin(owner) {
-        let name = unsafe { pg_sys::GetUserNameFromId(owner, true) };
-        let name = match name.is_null() {
-            true => owner.to_u32().to_string(),
-            false => unsafe { CStr::from_ptr(name) }
-                .to_string_lossy()
-                .into_owned(),
-        };
+        let name = crate::owner::role_name(owner);
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(

@@ -192,6 +192,17 @@ pub fn release_session_state() {
     unsafe { pg_sys::LockReleaseSession(pg_sys::USER_LOCKMETHOD as pg_sys::LOCKMETHODID) };
 }
 
+/// The name of the role `role` (its OID when it is gone), for messages.
+pub fn role_name(role: pg_sys::Oid) -> String {
+    let name = unsafe { pg_sys::GetUserNameFromId(role, true) };
+    match name.is_null() {
+        true => role.to_u32().to_string(),
+        false => unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned(),
+    }
+}
+
 /// Whether the current role has the privileges of `owner` (owns the object, as CREATE INDEX
 /// requires): a member of the owning role, or a superuser.
 pub fn has_privileges_of(owner: pg_sys::Oid) -> bool {

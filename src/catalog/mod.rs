@@ -60,23 +60,12 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 /// With an archive, the archive is locked too, and named as it is now, with the table's
 /// columns ([`crate::archive::resolve`]).
 pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
-    let text = |name: *mut std::ffi::c_char| {
-        (!name.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy())
-    };
+    let mut current = index.clone();
+    current.qualified_table = qualified_name(index.table)?;
     unsafe {
-        let table = text(pg_sys::get_rel_name(index.table))?;
-        let schema = text(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(
-            index.table,
-        )))?;
-        let mut current = index.clone();
-        current.qualified_table = format!(
-            "{}.{}",
-            quote_identifier(schema.as_ref()),
-            quote_identifier(table.as_ref())
-        );
         if index.attnum > 0 {
             if let Some(column) = text(pg_sys::get_attname(index.table, index.attnum, true)) {
-                current.resolved.column = column.into_owned();
+                current.resolved.column = column;
             }
         }
         if let Some(archive) = index.archive_to {
@@ -84,6 +73,31 @@ pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
         }
         Some(current)
     }
+}
+
+/// `schema.name` of the relation `relation`, both quoted, from the system caches; `None` when
+/// it does not exist.
+pub fn qualified_name(relation: Oid) -> Option<String> {
+    unsafe {
+        let name = text(pg_sys::get_rel_name(relation))?;
+        let schema = text(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(
+            relation,
+        )))?;
+        Some(format!(
+            "{}.{}",
+            quote_identifier(&schema),
+            quote_identifier(&name)
+        ))
+    }
+}
+
+/// A C string of the system caches as text (`None` for NULL).
+fn text(name: *mut std::ffi::c_char) -> Option<String> {
+    (!name.is_null()).then(|| {
+        unsafe { std::ffi::CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 /// Whether `table` is (still) a partition, at any depth, of `root`.

@@ -6,6 +6,7 @@
 use super::frame::Frame;
 use super::statements::{prepare_into, Prepared};
 use super::Worker;
+use crate::archive::Verdict;
 use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
@@ -80,6 +81,31 @@ impl Worker {
             }
             other => other,
         }
+    }
+
+    /// Whether the archive of `index` still takes its rows, asked after a batch of `rows`
+    /// failed: it no longer fits ([`crate::archive::usable`]), or it refuses the rows
+    /// ([`crate::archive::takes_rows`]); [`Verdict::Takes`] when it has none.
+    pub(super) fn archive_verdict(
+        &mut self,
+        ext: &Extension,
+        index: &TtlIndex,
+        rows: i64,
+    ) -> Verdict {
+        let Some(archive) = index.archive_to else {
+            return Verdict::Takes;
+        };
+        let set_aside = self.undeletable.rows(index.table);
+        let verdict = in_batch_frame(&mut self.frame, index, |current, expire_after| {
+            let Some(owner) = crate::owner::table_owner(current.table) else {
+                return Verdict::Unknown;
+            };
+            match crate::archive::usable(current.table, &current.display_name, archive, owner) {
+                Err(reason) => Verdict::Refuses(reason),
+                Ok(()) => crate::archive::takes_rows(ext, current, expire_after, rows, &set_aside),
+            }
+        });
+        verdict.ok().flatten().unwrap_or(Verdict::Unknown)
     }
 
     /// A failed batch again, in parts: the rows it picks are deleted in halves, each in a

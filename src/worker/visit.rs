@@ -201,26 +201,6 @@ impl Worker {
         outcome
     }
 
-    /// Whether the archive of `index` still takes its rows, asked after a batch of `rows`
-    /// failed: it no longer fits ([`crate::archive::usable`]), or it refuses the rows
-    /// ([`crate::archive::takes_rows`]); [`Verdict::Takes`] when it has none.
-    fn archive_verdict(&mut self, ext: &Extension, index: &TtlIndex, rows: i64) -> Verdict {
-        let Some(archive) = index.archive_to else {
-            return Verdict::Takes;
-        };
-        let set_aside = self.undeletable.rows(index.table);
-        let verdict = in_batch_frame(&mut self.frame, index, |current, expire_after| {
-            let Some(owner) = crate::owner::table_owner(current.table) else {
-                return Verdict::Unknown;
-            };
-            match crate::archive::usable(current.table, &current.display_name, archive, owner) {
-                Err(reason) => Verdict::Refuses(reason),
-                Ok(()) => crate::archive::takes_rows(ext, current, expire_after, rows, &set_aside),
-            }
-        });
-        verdict.ok().flatten().unwrap_or(Verdict::Unknown)
-    }
-
     /// Counts what a batch of `granted` rows did (the budget's rest given back, the rows in the
     /// statistics, the next batch sized) and throttles: whether the visit goes on.
     fn count_batch(

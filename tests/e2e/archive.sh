@@ -6,7 +6,7 @@
 # out), by count and by checksum. A partitioned archive routes the rows. An owner without INSERT
 # on the archive: nothing deleted, the reason in ttl_stats; granted again, the rows move.
 source "$(dirname "$0")/lib.sh"
-ROWS=60000
+ROWS=30000
 start_cluster e2e-archive 28874 "jsonb_ttl.frequency = 200" "jsonb_ttl.batch_size = 500" \
   "jsonb_ttl.max_removes_per_second = 10000" "restart_after_crash = on"
 MAIN=$CLUSTER MAIN_DIR=$CLUSTER_DIR MAIN_SOCK=$SOCK MAIN_PORT=$PORT
