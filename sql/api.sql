@@ -61,7 +61,8 @@ SELECT t.table_oid                          AS table_name,
        t.max_removes_per_second,
        t.replication_origin,
        t.logical_message,
-       t.archive_to
+       t.archive_to,
+       NULL::pg_catalog.text                AS removes
 FROM jsonb_ttl_internal.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal.index_oid o
@@ -69,7 +70,22 @@ LEFT JOIN jsonb_ttl_internal.index_oid o
       AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
 LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_oid
                               AND x.indrelid OPERATOR(pg_catalog.=) c.oid
-LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
+LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid
+UNION ALL
+-- each field TTL (docs/field_ttl.md): removes says what its expiry removes from a document
+SELECT f.table_oid, f.column_name, f.path, f.json_path, f.expire_after, f.numeric_unit,
+       f.index_name,
+       i.relpages::pg_catalog.int8 OPERATOR(pg_catalog.*)
+         pg_catalog.current_setting('block_size'::pg_catalog.text)::pg_catalog.int8,
+       f.created_at, NULL::pg_catalog.text, NULL::pg_catalog.timestamptz, NULL::pg_catalog.text,
+       false, false, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,
+       NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.int4,
+       false, false, NULL::pg_catalog.regclass, f.remove
+FROM jsonb_ttl_internal.ttl_field f
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
+LEFT JOIN pg_catalog.pg_class i ON i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+                               AND i.relname OPERATOR(pg_catalog.=) f.index_name
+                               AND i.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['i'::pg_catalog."char", 'I'::pg_catalog."char"]);
 GRANT SELECT ON ttl_indexes TO PUBLIC;
 
 CREATE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean, rows_expired bigint)
@@ -333,6 +349,33 @@ AS $$ SELECT jsonb_ttl_internal._ttl_index_pause(tbl, reason) $$;
 COMMENT ON FUNCTION ttl_index_pause(regclass, text) IS
   'Pauses the TTL index of a table by hand: the worker deletes nothing from it until ttl_index_resume(). Returns whether it was running.';
 
+-- Field TTLs (docs/field_ttl.md): a date inside a jsonb document whose expiry removes a subtree
+-- of the document instead of the row.
+CREATE FUNCTION ttl_field_create(tbl regclass, path text, expire_after interval,
+                                 remove text DEFAULT NULL, numeric_unit text DEFAULT 's')
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, expire_after, remove, numeric_unit) $$;
+COMMENT ON FUNCTION ttl_field_create(regclass, text, interval, text, text) IS
+  'Creates a field TTL: expire_after past the date at path, the worker removes remove (by default the object holding the date) from the document. Returns false when it exists already.';
+
+CREATE FUNCTION ttl_field_alter(tbl regclass, path text, expire_after interval)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, expire_after) $$;
+COMMENT ON FUNCTION ttl_field_alter(regclass, text, interval) IS
+  'Changes the expire_after of the field TTL on path.';
+
+CREATE FUNCTION ttl_field_drop(tbl regclass, path text)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_drop(tbl, path) $$;
+COMMENT ON FUNCTION ttl_field_drop(regclass, text) IS
+  'Drops the field TTL on path and its index.';
+
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
 -- owner may not write the catalog. It acts on the OIDs pg_event_trigger_dropped_objects()
 -- reports (which no caller can forge), matched against the OIDs the extension recorded for
@@ -389,6 +432,9 @@ BEGIN
     DELETE FROM jsonb_ttl_internal.index_oid o
     WHERE o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)
        OR o.table_oid OPERATOR(pg_catalog.=) ANY (dropped);
+    -- DROP TABLE of a table with field TTLs: they go with it
+    DELETE FROM jsonb_ttl_internal.ttl_field f
+    WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped);
     -- DROP TABLE of an archive: its OID may be reused by another table, so archive_to becomes
     -- '-' (OID 0), and nothing is deleted until ttl_index_alter names another archive or none
     UPDATE jsonb_ttl_internal.ttl_index t SET archive_to = 0::pg_catalog.oid::pg_catalog.regclass
@@ -458,6 +504,18 @@ BEGIN
       AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
                       WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
                         AND x.attname OPERATOR(pg_catalog.=) t.row_ttl_column
+                        AND NOT x.attisdropped);
+    -- RENAME COLUMN of the column a field TTL's date is in
+    UPDATE jsonb_ttl_internal.ttl_field f SET column_name = a.attname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                  AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+      AND d.objid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid AND NOT a.attisdropped
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                      WHERE x.attrelid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
+                        AND x.attname OPERATOR(pg_catalog.=) f.column_name
                         AND NOT x.attisdropped);
     FOR renamed IN
         UPDATE jsonb_ttl_internal.ttl_index t SET column_name = a.attname
@@ -541,6 +599,7 @@ REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_citus_receive(jsonb) FROM PUB
 -- One batch of the worker's, run in the caller's transaction: for tests (tests/isolation).
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_batch(oid, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_range_batch(oid, bigint, timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_field_batch(oid, text, bigint) FROM PUBLIC;
 
 -- Tell the launcher (when preloaded) that this database now wants a worker.
 SELECT jsonb_ttl_internal._ttl_wake_launcher();
@@ -596,7 +655,7 @@ COMMENT ON FUNCTION jsonb_ttl_internal.ttl_row_seconds(numeric) IS
 COMMENT ON FUNCTION jsonb_ttl_internal.ttl_expires_at(timestamptz, double precision) IS
   'When a row with a per-row TTL expires: its reference time plus its TTL in seconds; keys per-row TTL indexes.';
 
-COMMENT ON VIEW ttl_indexes IS 'Every TTL index of this database, with its options (see ttl_index_create).';
+COMMENT ON VIEW ttl_indexes IS 'Every TTL index and field TTL of this database, with its options (see ttl_index_create, ttl_field_create).';
 COMMENT ON COLUMN ttl_indexes.table_name IS 'The table of the TTL index.';
 COMMENT ON COLUMN ttl_indexes.column_name IS 'The column the path starts in.';
 COMMENT ON COLUMN ttl_indexes.path IS 'The path as given to ttl_index_create.';
@@ -620,6 +679,7 @@ COMMENT ON COLUMN ttl_indexes.batch_size IS 'Rows a batch deletes (NULL: the wor
 COMMENT ON COLUMN ttl_indexes.max_removes_per_second IS 'The rate the worker deletes at most (NULL: no limit of its own).';
 COMMENT ON COLUMN ttl_indexes.replication_origin IS 'Whether deletes are written under a replication origin (hidden from origin = none subscribers).';
 COMMENT ON COLUMN ttl_indexes.logical_message IS 'Whether each batch writes a logical decoding message with the rows it deleted.';
+COMMENT ON COLUMN ttl_indexes.removes IS 'A field TTL: what its expiry removes from each document (NULL: a TTL index, whose rows go).';
 COMMENT ON COLUMN ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted; ''-'': the archive was dropped, nothing is deleted until ttl_index_alter names another or none).';
 
 COMMENT ON VIEW ttl_stats IS 'What the background worker did, one row per table it deletes from (a leaf partition for a partitioned table), like pg_stat_*.';
@@ -641,4 +701,4 @@ COMMENT ON COLUMN ttl_stats.backlog IS 'Expired rows left at the end of the last
 COMMENT ON COLUMN ttl_stats.rows_never_expire IS 'About how many rows have no readable point in time, so never expire (as of the last ANALYZE).';
 COMMENT ON COLUMN ttl_stats.paused IS 'Whether the TTL index is paused.';
 COMMENT ON COLUMN ttl_stats.paused_by IS 'Who paused it: brake (the safety brake) or operator.';
-COMMENT ON COLUMN ttl_stats.part IS 'For a table with a per-row TTL: expire_after or row_ttl, the part the row counts; NULL for any other.';
+COMMENT ON COLUMN ttl_stats.part IS 'For a table with a per-row TTL: expire_after or row_ttl, the part the row counts; for a field TTL: field and its path; NULL for any other.';

@@ -84,6 +84,28 @@ CREATE TABLE jsonb_ttl_internal.index_oid (
 COMMENT ON TABLE jsonb_ttl_internal.index_oid IS 'jsonb_ttl: the OID of each index of each TTL index.';
 GRANT SELECT ON jsonb_ttl_internal.index_oid TO PUBLIC;   -- as ttl_index: nothing secret
 
+-- Field TTLs (docs/field_ttl.md): a point in time inside a jsonb document whose expiry removes a
+-- subtree of the document (remove_path, the date or an object that holds it) instead of the row.
+-- Its index is found by what it is (its expression and predicate), index_name first.
+CREATE TABLE jsonb_ttl_internal.ttl_field (
+    table_oid    regclass NOT NULL,
+    field_id     smallint NOT NULL CHECK (field_id OPERATOR(pg_catalog.>=) 1 AND field_id OPERATOR(pg_catalog.<=) 200),
+    path         text NOT NULL,                -- the date, as given
+    column_name  name NOT NULL,
+    json_path    text[] NOT NULL,
+    remove       text NOT NULL,                -- what expiry removes, as ttl_indexes shows it
+    remove_path  text[] NOT NULL CHECK (pg_catalog.cardinality(remove_path) OPERATOR(pg_catalog.>) 0),
+    expire_after interval NOT NULL,
+    numeric_unit text NOT NULL DEFAULT 's',
+    index_name   name NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (table_oid, field_id),
+    UNIQUE (table_oid, column_name, json_path)
+);
+COMMENT ON TABLE jsonb_ttl_internal.ttl_field IS 'jsonb_ttl: the field TTLs. Change them through ttl_field_create / ttl_field_alter / ttl_field_drop.';
+SELECT pg_catalog.pg_extension_config_dump('jsonb_ttl_internal.ttl_field', '');
+GRANT SELECT ON jsonb_ttl_internal.ttl_field TO PUBLIC;   -- as ttl_index: nothing secret
+
 -- The tables rows are deleted from for the TTL index of `tbl`: the table itself, or each leaf
 -- partition of a partitioned table (ctid is unique only within one). Read from the catalogs
 -- without locking any table (pg_partition_tree() would lock every partition, and wait behind a

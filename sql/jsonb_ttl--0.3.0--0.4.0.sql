@@ -4,6 +4,31 @@
 -- pg_catalog.…), and it creates nothing in the extension's schema, where others may create.
 \echo Use "ALTER EXTENSION jsonb_ttl UPDATE" to load this file. \quit
 
+-- Field TTLs (issue 34, docs/field_ttl.md), first: the event trigger functions below name the
+-- table.
+-- a point in time inside a jsonb document whose expiry removes a
+-- subtree of the document (remove_path, the date or an object that holds it) instead of the row.
+-- Its index is found by what it is (its expression and predicate), index_name first.
+CREATE TABLE jsonb_ttl_internal.ttl_field (
+    table_oid    regclass NOT NULL,
+    field_id     smallint NOT NULL CHECK (field_id OPERATOR(pg_catalog.>=) 1 AND field_id OPERATOR(pg_catalog.<=) 200),
+    path         text NOT NULL,                -- the date, as given
+    column_name  name NOT NULL,
+    json_path    text[] NOT NULL,
+    remove       text NOT NULL,                -- what expiry removes, as ttl_indexes shows it
+    remove_path  text[] NOT NULL CHECK (pg_catalog.cardinality(remove_path) OPERATOR(pg_catalog.>) 0),
+    expire_after interval NOT NULL,
+    numeric_unit text NOT NULL DEFAULT 's',
+    index_name   name NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (table_oid, field_id),
+    UNIQUE (table_oid, column_name, json_path)
+);
+COMMENT ON TABLE jsonb_ttl_internal.ttl_field IS 'jsonb_ttl: the field TTLs. Change them through ttl_field_create / ttl_field_alter / ttl_field_drop.';
+SELECT pg_catalog.pg_extension_config_dump('jsonb_ttl_internal.ttl_field', '');
+GRANT SELECT ON jsonb_ttl_internal.ttl_field TO PUBLIC;   -- as ttl_index: nothing secret
+
+
 -- The catalog table and the index helpers move to jsonb_ttl_internal (below). First the event
 -- trigger functions, which name the catalog in their text, as in sql/api.sql: ddl_command_end
 -- fires at each statement of the move, and PL/pgSQL resolves a table only when it runs.
@@ -58,6 +83,9 @@ BEGIN
     DELETE FROM jsonb_ttl_internal.index_oid o
     WHERE o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)
        OR o.table_oid OPERATOR(pg_catalog.=) ANY (dropped);
+    -- DROP TABLE of a table with field TTLs: they go with it
+    DELETE FROM jsonb_ttl_internal.ttl_field f
+    WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped);
     -- DROP TABLE of an archive: its OID may be reused by another table, so archive_to becomes
     -- '-' (OID 0), and nothing is deleted until ttl_index_alter names another archive or none
     UPDATE jsonb_ttl_internal.ttl_index t SET archive_to = 0::pg_catalog.oid::pg_catalog.regclass
@@ -120,6 +148,18 @@ BEGIN
       AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
                       WHERE x.attrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
                         AND x.attname OPERATOR(pg_catalog.=) t.row_ttl_column
+                        AND NOT x.attisdropped);
+    -- RENAME COLUMN of the column a field TTL's date is in
+    UPDATE jsonb_ttl_internal.ttl_field f SET column_name = a.attname
+    FROM pg_catalog.pg_event_trigger_ddl_commands() d
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objid
+                                  AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+      AND d.object_type OPERATOR(pg_catalog.=) 'table column'::pg_catalog.text
+      AND d.objid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid AND NOT a.attisdropped
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute x
+                      WHERE x.attrelid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
+                        AND x.attname OPERATOR(pg_catalog.=) f.column_name
                         AND NOT x.attisdropped);
     FOR renamed IN
         UPDATE jsonb_ttl_internal.ttl_index t SET column_name = a.attname
@@ -319,7 +359,7 @@ COMMENT ON FUNCTION jsonb_ttl_internal.ttl_row_seconds(pg_catalog.numeric) IS
 COMMENT ON FUNCTION jsonb_ttl_internal.ttl_expires_at(pg_catalog.timestamptz, pg_catalog.float8) IS
   'When a row with a per-row TTL expires: its reference time plus its TTL in seconds; keys per-row TTL indexes.';
 
-COMMENT ON VIEW @extschema@.ttl_indexes IS 'Every TTL index of this database, with its options (see ttl_index_create).';
+COMMENT ON VIEW @extschema@.ttl_indexes IS 'Every TTL index and field TTL of this database, with its options (see ttl_index_create, ttl_field_create).';
 COMMENT ON COLUMN @extschema@.ttl_indexes.table_name IS 'The table of the TTL index.';
 COMMENT ON COLUMN @extschema@.ttl_indexes.column_name IS 'The column the path starts in.';
 COMMENT ON COLUMN @extschema@.ttl_indexes.path IS 'The path as given to ttl_index_create.';
@@ -363,7 +403,7 @@ COMMENT ON COLUMN @extschema@.ttl_stats.backlog IS 'Expired rows left at the end
 COMMENT ON COLUMN @extschema@.ttl_stats.rows_never_expire IS 'About how many rows have no readable point in time, so never expire (as of the last ANALYZE).';
 COMMENT ON COLUMN @extschema@.ttl_stats.paused IS 'Whether the TTL index is paused.';
 COMMENT ON COLUMN @extschema@.ttl_stats.paused_by IS 'Who paused it: brake (the safety brake) or operator.';
-COMMENT ON COLUMN @extschema@.ttl_stats.part IS 'For a table with a per-row TTL: expire_after or row_ttl, the part the row counts; NULL for any other.';
+COMMENT ON COLUMN @extschema@.ttl_stats.part IS 'For a table with a per-row TTL: expire_after or row_ttl, the part the row counts; for a field TTL: field and its path; NULL for any other.';
 
 -- ttl_index_alter(tbl, path => …, numeric_unit => …, row_ttl_path => …): a wrong path or unit
 -- (the creation's advice says which) mended in place, and a per-row TTL field added, changed or
@@ -513,7 +553,8 @@ SELECT t.table_oid                          AS table_name,
        t.max_removes_per_second,
        t.replication_origin,
        t.logical_message,
-       t.archive_to
+       t.archive_to,
+       NULL::pg_catalog.text                AS removes
 FROM jsonb_ttl_internal.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN jsonb_ttl_internal.index_oid o
@@ -521,7 +562,22 @@ LEFT JOIN jsonb_ttl_internal.index_oid o
       AND o.role OPERATOR(pg_catalog.=) 'index_name'::pg_catalog.text
 LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) o.index_oid
                               AND x.indrelid OPERATOR(pg_catalog.=) c.oid
-LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid;
+LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) x.indexrelid
+UNION ALL
+-- each field TTL (docs/field_ttl.md): removes says what its expiry removes from a document
+SELECT f.table_oid, f.column_name, f.path, f.json_path, f.expire_after, f.numeric_unit,
+       f.index_name,
+       i.relpages::pg_catalog.int8 OPERATOR(pg_catalog.*)
+         pg_catalog.current_setting('block_size'::pg_catalog.text)::pg_catalog.int8,
+       f.created_at, NULL::pg_catalog.text, NULL::pg_catalog.timestamptz, NULL::pg_catalog.text,
+       false, false, NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,
+       NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.int4,
+       false, false, NULL::pg_catalog.regclass, f.remove
+FROM jsonb_ttl_internal.ttl_field f
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
+LEFT JOIN pg_catalog.pg_class i ON i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+                               AND i.relname OPERATOR(pg_catalog.=) f.index_name
+                               AND i.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['i'::pg_catalog."char", 'I'::pg_catalog."char"]);
 COMMENT ON COLUMN @extschema@.ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted; ''-'': the archive was dropped, nothing is deleted until ttl_index_alter names another or none).';
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
@@ -603,3 +659,70 @@ AS $$
 $$;
 COMMENT ON FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool, pg_catalog.regclass) IS
   'Creates the TTL index of a table, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
+
+-- Field TTLs (issue 34): the functions (the catalog table is at the top).
+CREATE FUNCTION jsonb_ttl_internal."_ttl_field_create"(
+	"tbl" oid, /* Option < Oid > */
+	"path" TEXT, /* Option < & str > */
+	"expire_after" interval, /* Option < Interval > */
+	"remove" TEXT, /* Option < & str > */
+	"numeric_unit" TEXT /* Option < & str > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_field_create_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_field_alter"(
+	"tbl" oid, /* Option < Oid > */
+	"path" TEXT, /* Option < & str > */
+	"expire_after" interval /* Option < Interval > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_field_alter_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_field_drop"(
+	"tbl" oid, /* Option < Oid > */
+	"path" TEXT /* Option < & str > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_field_drop_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_worker_field_batch"(
+	"tbl" oid, /* Oid */
+	"path" TEXT, /* & str */
+	"max_rows" bigint /* i64 */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_worker_field_batch_wrapper';
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_field_batch(oid, text, bigint) FROM PUBLIC;
+-- Field TTLs (docs/field_ttl.md): a date inside a jsonb document whose expiry removes a subtree
+-- of the document instead of the row.
+CREATE FUNCTION @extschema@.ttl_field_create(tbl regclass, path text, expire_after interval,
+                                 remove text DEFAULT NULL, numeric_unit text DEFAULT 's')
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, expire_after, remove, numeric_unit) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_create(regclass, text, interval, text, text) IS
+  'Creates a field TTL: expire_after past the date at path, the worker removes remove (by default the object holding the date) from the document. Returns false when it exists already.';
+
+CREATE FUNCTION @extschema@.ttl_field_alter(tbl regclass, path text, expire_after interval)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, expire_after) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_alter(regclass, text, interval) IS
+  'Changes the expire_after of the field TTL on path.';
+
+CREATE FUNCTION @extschema@.ttl_field_drop(tbl regclass, path text)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_drop(tbl, path) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_drop(regclass, text) IS
+  'Drops the field TTL on path and its index.';
+COMMENT ON COLUMN @extschema@.ttl_indexes.removes IS 'A field TTL: what its expiry removes from each document (NULL: a TTL index, whose rows go).';

@@ -25,10 +25,23 @@ use pgrx::spi::quote_identifier;
 /// The name of a valid index of `table` that is exactly the TTL index on `reference` with
 /// predicate `predicate` would be, if there is one.
 pub fn adoptable(table: Oid, reference: &str, predicate: &str) -> Option<String> {
+    matching_index(table, reference, predicate, None).map(|(_, name)| name)
+}
+
+/// The valid, ready index of `table` that is exactly the index on `reference` with predicate
+/// `predicate` (an ascending btree with the default operator class, one key, not unique; as
+/// `pg_get_expr` shows them), with its name: the one named `prefer` if it is one, else the
+/// first by name.
+pub fn matching_index(
+    table: Oid,
+    reference: &str,
+    predicate: &str,
+    prefer: Option<&str>,
+) -> Option<(Oid, String)> {
     let expression = filter::canonical(table, reference, false);
     let predicate = filter::canonical(table, predicate, true);
-    Spi::get_one_with_args::<String>(
-        "SELECT c.relname::pg_catalog.text \
+    Spi::get_two_with_args::<Oid, String>(
+        "SELECT i.indexrelid, c.relname::pg_catalog.text \
          FROM pg_catalog.pg_index i \
          JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
          JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam \
@@ -40,11 +53,16 @@ pub fn adoptable(table: Oid, reference: &str, predicate: &str) -> Option<String>
            AND i.indoption[0] OPERATOR(pg_catalog.=) 0 AND o.opcdefault \
            AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid) OPERATOR(pg_catalog.=) $2 \
            AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) OPERATOR(pg_catalog.=) $3 \
-         ORDER BY c.relname LIMIT 1",
-        &[table.into(), expression.into(), predicate.into()],
+         ORDER BY c.relname::pg_catalog.text OPERATOR(pg_catalog.=) $4 DESC, c.relname LIMIT 1",
+        &[
+            table.into(),
+            expression.into(),
+            predicate.into(),
+            prefer.map(str::to_string).into(),
+        ],
     )
     .ok()
-    .flatten()
+    .and_then(|(oid, name)| Some((oid?, name?)))
 }
 
 /// One relation of the table's partition tree (the table itself first).

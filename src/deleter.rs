@@ -41,6 +41,10 @@
 //! row-lock record for each row. When it meets a row another transaction holds, it waits within
 //! `jsonb_ttl.lock_timeout`, and the worker runs the batch again in the form above.
 //! `ttl_expire_now` ([`delete_expired`]) uses only the form above.
+//!
+//! A field TTL's statements are the same with `UPDATE ONLY tbl SET doc = doc #- '{…}'` in
+//! place of `DELETE FROM ONLY tbl` ([`TtlIndex::removal`], see [`crate::field`]); each tests
+//! expiry again on the row version it changes.
 
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
@@ -111,9 +115,14 @@ pub fn batch_sql(
     index: &TtlIndex,
     skip_set_aside: bool,
 ) -> Result<String, String> {
+    // a field TTL's UPDATE tests expiry again on the version it changes
+    let again = match index.field {
+        Some(_) => format!(" AND {}", index.expired(ext, &index.reference(ext)?)),
+        None => String::new(),
+    };
     index.archived(format!(
-        "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({}))",
-        index.qualified_table,
+        "{MARKER}{} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})){again}",
+        index.removal(),
         pick_sql(ext, index, skip_set_aside)?,
     ))
 }
@@ -142,8 +151,9 @@ pub fn unlocked_batch_sql(
     let set_aside = not_set_aside(skip_set_aside, "$3");
     let expired = index.expired(ext, &reference);
     index.archived(format!(
-        "{MARKER}DELETE FROM ONLY {table} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(\
+        "{MARKER}{removal} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(\
          SELECT ctid FROM ONLY {table} WHERE {expired}{set_aside} LIMIT $2)) AND {expired}",
+        removal = index.removal(),
         table = index.qualified_table,
     ))
 }
@@ -174,9 +184,9 @@ pub fn range_batch_sql(
     let reference = index.reference(ext)?;
     let set_aside = not_set_aside(skip_set_aside, "$4");
     index.archived(format!(
-        "{MARKER}DELETE FROM ONLY {} WHERE {reference} OPERATOR(pg_catalog.>=) $2 \
+        "{MARKER}{} WHERE {reference} OPERATOR(pg_catalog.>=) $2 \
          AND {reference} OPERATOR(pg_catalog.<) $3 AND {}{set_aside}",
-        index.qualified_table,
+        index.removal(),
         index.expired(ext, &reference)
     ))
 }
@@ -216,8 +226,8 @@ pub const BATCH_ARGS: [PgBuiltInOids; 3] = [
 pub fn delete_rows_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
     let reference = index.reference(ext)?;
     index.archived(format!(
-        "{MARKER}DELETE FROM ONLY {} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
-        index.qualified_table,
+        "{MARKER}{} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
+        index.removal(),
         index.expired(ext, &reference)
     ))
 }

@@ -40,6 +40,7 @@ pub mod deleter;
 pub mod error;
 pub mod expire_now;
 pub mod extension;
+pub mod field;
 pub mod filter;
 pub mod functions;
 pub mod generic_plan;

@@ -47,6 +47,11 @@ fn _ttl_touch<'a>(
     let Some(new) = trigger.new() else {
         error!("jsonb_ttl: _ttl_touch() runs BEFORE INSERT OR UPDATE, FOR EACH ROW");
     };
+    if crate::gucs::EXPIRING.get() && matches!(trigger.op(), Ok(PgTriggerOperation::Update)) {
+        // a field TTL's UPDATE (docs/field_ttl.md) is no write of the application's: the
+        // row's point in time stays
+        return Ok(Some(new.into_owned()));
+    }
     let mut tuple = new.into_owned();
     let Some((attno, attribute)) = tuple.get_attribute_by_name(column) else {
         error!("jsonb_ttl: the touch trigger's column {column} is gone; recreate the TTL index");

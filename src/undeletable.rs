@@ -26,16 +26,20 @@ struct SetAside {
     backoff: Duration,
 }
 
+/// Whose rows are set aside: a table's (`None`), or a table's for one of its field TTLs (its
+/// number): a row whose field cannot be removed may still be deleted, and the other way round.
+pub type Key = (Oid, Option<i16>);
+
 /// The rows set aside in each table of this worker's database.
 #[derive(Default)]
 pub struct Undeletable {
-    tables: HashMap<Oid, SetAside>,
+    tables: HashMap<Key, SetAside>,
 }
 
 impl Undeletable {
     /// The rows of `table` a batch must skip now. Once their backoff has passed they are
     /// forgotten, and so tried again.
-    pub fn rows(&mut self, table: Oid) -> Vec<ItemPointerData> {
+    pub fn rows(&mut self, table: Key) -> Vec<ItemPointerData> {
         match self.tables.get_mut(&table) {
             Some(set) if set.retry_at <= Instant::now() => {
                 set.rows.clear();
@@ -47,18 +51,18 @@ impl Undeletable {
     }
 
     /// How many rows of `table` are set aside now.
-    pub fn count(&self, table: Oid) -> usize {
+    pub fn count(&self, table: Key) -> usize {
         self.tables.get(&table).map_or(0, |set| set.rows.len())
     }
 
     /// Whether `table` may set no more rows aside.
-    pub fn full(&self, table: Oid) -> bool {
+    pub fn full(&self, table: Key) -> bool {
         self.count(table) >= MAX_PER_TABLE
     }
 
     /// Sets `rows` of `table` aside, logging each with its error once. The backoff doubles
     /// each time a table sets rows aside again after a retry.
-    pub fn add(&mut self, table: Oid, display_name: &str, rows: Vec<(ItemPointerData, Failure)>) {
+    pub fn add(&mut self, table: Key, display_name: &str, rows: Vec<(ItemPointerData, Failure)>) {
         if rows.is_empty() {
             return;
         }
@@ -73,9 +77,13 @@ impl Undeletable {
         }
         for (row, failure) in rows {
             log!(
-                "jsonb_ttl: row {} of table {display_name} cannot be deleted ({failure}); \
+                "jsonb_ttl: row {} of table {display_name} cannot be {} ({failure}); \
                  set aside, tried again in {} s",
                 ctid_text(&row),
+                match table.1 {
+                    None => "deleted",
+                    Some(_) => "updated to remove its expired field",
+                },
                 set.backoff.as_secs()
             );
             set.rows.push(row);
@@ -84,7 +92,7 @@ impl Undeletable {
 
     /// Forgets the tables that are no longer TTL targets.
     pub fn retain(&mut self, keep: impl Fn(Oid) -> bool) {
-        self.tables.retain(|&table, _| keep(table));
+        self.tables.retain(|&(table, _), _| keep(table));
     }
 }
 

@@ -72,7 +72,7 @@ const PLAIN_TABLE_SQL: &str = "EXISTS (SELECT FROM pg_catalog.pg_class k \
                        WHERE h.inhparent OPERATOR(pg_catalog.=) k.oid))";
 
 /// The targets of catalog row `t` under `scope` (a lateral subquery of `relid`, `shardid`).
-fn targets_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
+pub(crate) fn targets_sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     match scope {
         Scope::Entries => {
             "(SELECT t.table_oid::pg_catalog.oid AS relid, NULL::pg_catalog.int8 AS shardid)"
@@ -280,6 +280,7 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         version: text(41),
         archive_to: row.get::<Oid>(42).ok().flatten(),
         archive: None,
+        field: None,
     }
 }
 

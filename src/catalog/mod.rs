@@ -3,8 +3,9 @@
 //! lookups of the system catalogs they need. Every name that reaches SQL text is quoted here.
 
 mod load;
+pub(crate) use load::targets_sql;
 mod ttl_index;
-pub use ttl_index::{Part, PartitionMode, RowTtl, TtlIndex};
+pub use ttl_index::{FieldTtl, Part, PartitionMode, RowTtl, TtlIndex};
 
 use crate::extension::Extension;
 use jsonb_ttl_core::path::{Column, ColumnKind};

@@ -92,6 +92,19 @@ pub struct TtlIndex {
     /// That archive as a batch names it, read under the batch's locks by
     /// [`crate::catalog::with_current_names`] (`Err`: it no longer exists); `None` before.
     pub archive: Option<Result<crate::archive::Archive, String>>,
+    /// A field TTL (see [`crate::field`]): its batches remove a subtree of each expired
+    /// document (`UPDATE`) instead of the row.
+    pub field: Option<FieldTtl>,
+}
+
+/// What a field TTL removes from each expired document (see [`crate::field`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldTtl {
+    /// Its number among its table's field TTLs (the catalog's `field_id`, 1 to 200).
+    pub id: i16,
+    /// The keys, inside the column of `resolved`, of the subtree removed (`#-`): the date
+    /// itself or an object that holds it.
+    pub remove: Vec<String>,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).
@@ -157,6 +170,8 @@ pub enum Part {
     FallsBack,
     /// The rows with a TTL of their own, through the per-row index, keyed on their expiry.
     OwnTtl,
+    /// The documents of field TTL number `n` (see [`crate::field`]), through its own index.
+    Field(i16),
 }
 
 impl TtlIndex {
@@ -174,8 +189,29 @@ impl TtlIndex {
     pub fn stats_part(&self) -> u8 {
         match self.part {
             Part::OwnTtl => crate::stats::OWN_TTL,
+            Part::Field(n) => crate::stats::field_part(n),
             _ => crate::stats::WHOLE,
         }
+    }
+
+    /// The head of this target's statements, before their `WHERE`: `DELETE FROM ONLY tbl`, or
+    /// for a field TTL the `UPDATE` that removes its subtree from each document
+    /// (`UPDATE ONLY tbl SET doc = doc #- '{otp}'`, see [`crate::field`]), with the column's
+    /// current name.
+    pub fn removal(&self) -> String {
+        match &self.field {
+            None => format!("DELETE FROM ONLY {}", self.qualified_table),
+            Some(field) => crate::field::update_head(
+                &self.qualified_table,
+                &self.resolved.column,
+                &field.remove,
+            ),
+        }
+    }
+
+    /// Whose rows a failed batch of this target sets aside (see [`crate::undeletable`]).
+    pub fn set_aside_key(&self) -> crate::undeletable::Key {
+        (self.table, self.field.as_ref().map(|field| field.id))
     }
 
     /// What the worker keys its prepared statements and brake checks by: the table, and the

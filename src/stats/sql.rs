@@ -33,7 +33,8 @@ type StatsRow = (
     Option<TimestampWithTimeZone>,
     Option<f64>,
     Option<i64>,
-    bool,
+    // the part of the table (super::WHOLE, super::OWN_TTL, super::field_part)
+    u8,
 );
 
 /// The statistics entries of the current database, as the caller may see them: an error
@@ -111,7 +112,7 @@ fn visible_row(e: &Entry, user: pg_sys::Oid, reads_all: bool, now: i64) -> Stats
         timestamptz(e.last_success_at),
         (e.runs > 0).then(|| e.last_run_us as f64 / 1000.0),
         (e.backlog >= 0).then_some(e.backlog),
-        e.part == super::OWN_TTL,
+        e.part,
     )
 }
 
@@ -184,7 +185,29 @@ fn ttl_stats_rows() -> TableIterator<
 > {
     let mut rows = visible_entries();
     add_worker_nodes(&mut rows);
-    TableIterator::new(rows)
+    // (the shape of 0.1.0–0.3.0's SQL: the field TTLs' parts are the ttl_stats view's only)
+    TableIterator::new(
+        rows.into_iter()
+            .filter(|r| r.13 <= super::OWN_TTL)
+            .map(|r| {
+                (
+                    r.0,
+                    r.1,
+                    r.2,
+                    r.3,
+                    r.4,
+                    r.5,
+                    r.6,
+                    r.7,
+                    r.8,
+                    r.9,
+                    r.10,
+                    r.11,
+                    r.12,
+                    r.13 == super::OWN_TTL,
+                )
+            }),
+    )
 }
 
 /// What the `ttl_stats` view of an older version's SQL calls (a database not yet updated with
@@ -207,8 +230,8 @@ fn ttl_stats_entries() -> TableIterator<
 > {
     // one row a table, as that SQL joins it: the parts of a per-row TTL table summed
     let mut rows: Vec<StatsRow> = Vec::new();
-    for mut row in visible_entries() {
-        row.13 = false;
+    for mut row in visible_entries().into_iter().filter(|r| r.13 <= super::OWN_TTL) {
+        row.13 = super::WHOLE;
         merge(&mut rows, vec![row]);
     }
     TableIterator::new(

@@ -40,7 +40,7 @@ impl Worker {
         index: &TtlIndex,
         limit: i64,
     ) -> Result<Option<Outcome>, Failure> {
-        let set_aside = self.undeletable.rows(index.table);
+        let set_aside = self.undeletable.rows(index.set_aside_key());
         let locked = self.frame.row_locked.contains(&index.target());
         let mut reached_rows = false;
         let statements = &mut self.statements;
@@ -95,7 +95,7 @@ impl Worker {
         let Some(archive) = index.archive_to else {
             return Verdict::Takes;
         };
-        let set_aside = self.undeletable.rows(index.table);
+        let set_aside = self.undeletable.rows(index.set_aside_key());
         let verdict = in_batch_frame(&mut self.frame, index, |current, expire_after| {
             let Some(owner) = crate::owner::table_owner(current.table) else {
                 return Verdict::Unknown;
@@ -117,7 +117,7 @@ impl Worker {
         index: &TtlIndex,
         limit: i64,
     ) -> Result<Option<Outcome>, Failure> {
-        let set_aside = self.undeletable.rows(index.table);
+        let set_aside = self.undeletable.rows(index.set_aside_key());
         let room = undeletable::MAX_PER_TABLE.saturating_sub(set_aside.len());
         let parts = in_delete_frame(&mut self.frame, index, |current, expire_after| {
             let sql = |built: Result<String, String>| built.unwrap_or_else(|e| error!("{e}"));
@@ -142,8 +142,7 @@ impl Worker {
         })?;
         Ok(parts.map(|parts| {
             let deleted = parts.deleted;
-            self.undeletable
-                .add(index.table, &index.display_name, parts.undeletable);
+            self.undeletable.add(index.set_aside_key(), &index.display_name, parts.undeletable);
             Outcome::picked(None, deleted)
         }))
     }

@@ -17,9 +17,10 @@ use std::collections::{HashMap, HashSet};
 /// takes effect at the next pass).
 #[derive(Default)]
 pub(super) struct Frame {
-    /// The reads of a TTL index's definition: plain (`false`) and locking (`true`).
-    lookups: HashMap<bool, Prepared>,
-    lookup_sql: [String; 2],
+    /// The reads of a definition: of a TTL index (`false`) or a field TTL (`true`), plain
+    /// (`false`) and locking (`true`).
+    lookups: HashMap<(bool, bool), Prepared>,
+    lookup_sql: [[String; 2]; 2],
     /// The tables whose batches met a row another transaction holds in this pass: their
     /// batches pick with `FOR UPDATE SKIP LOCKED` until the pass ends (see [`Worker::batch`]).
     pub(super) row_locked: HashSet<(Oid, catalog::Part)>,
@@ -37,8 +38,14 @@ impl Frame {
         self.role_settings.clear();
         self.row_locked.clear();
         self.lookup_sql = [
-            catalog::definition_sql(ext, false),
-            catalog::definition_sql(ext, true),
+            [
+                catalog::definition_sql(ext, false),
+                catalog::definition_sql(ext, true),
+            ],
+            [
+                crate::field::definition_sql(false),
+                crate::field::definition_sql(true),
+            ],
         ];
     }
 
@@ -139,14 +146,17 @@ impl Frame {
         index: &TtlIndex,
         locked: bool,
     ) -> Option<(Option<pgrx::datum::Interval>, String)> {
-        let sql = &self.lookup_sql[locked as usize];
-        let lookup = prepared(
-            &mut self.lookups,
-            locked,
-            sql,
-            &[pgrx::PgBuiltInOids::OIDOID],
-        );
-        let args = [index.root.into()];
+        let field = index.field.as_ref().map(|field| field.id);
+        let sql = &self.lookup_sql[field.is_some() as usize][locked as usize];
+        let types: &[pgrx::PgBuiltInOids] = match field {
+            Some(_) => &[pgrx::PgBuiltInOids::OIDOID, pgrx::PgBuiltInOids::INT2OID],
+            None => &[pgrx::PgBuiltInOids::OIDOID],
+        };
+        let lookup = prepared(&mut self.lookups, (field.is_some(), locked), sql, types);
+        let mut args = vec![index.root.into()];
+        if let Some(id) = field {
+            args.push(id.into());
+        }
         let read = |rows: pgrx::spi::SpiTupleTable| match rows.is_empty() {
             true => Ok(None),
             false => rows

@@ -42,6 +42,24 @@ fn ttl_worker_range_batch(tbl: Oid, max_rows: i64, low: TimestampWithTimeZone) -
     one_batch(tbl, max_rows, (Batch::Range, low, &Marks::default()))
 }
 
+/// Runs exactly one plain batch of the worker for the field TTL on `path` (as it was given to
+/// `ttl_field_create`) of `tbl`, as [`ttl_worker_batch`] does: the documents it changed.
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_worker_field_batch",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_worker_field_batch(tbl: Oid, path: &str, max_rows: i64) -> i64 {
+    let ext = Extension::current();
+    let target = crate::field::load(&ext, None)
+        .into_iter()
+        .find(|field| field.table == tbl && field.path == path);
+    let index = checked_target(target, tbl);
+    run_one(&ext, index, max_rows, (Batch::Plain, i64::MIN, &Marks::default()))
+}
+
 /// One batch of the form `form` on `tbl`, for at most `max_rows` rows: the rows it removed.
 /// The worker's own steps ([`Frame::run`]) and statements, without the worker's transaction
 /// and time limit around them; like a batch, it makes the transaction's
@@ -54,13 +72,18 @@ fn ttl_worker_range_batch(tbl: Oid, max_rows: i64, low: TimestampWithTimeZone) -
 fn one_batch(tbl: Oid, max_rows: i64, form: (Batch, i64, &Marks)) -> i64 {
     let ext = Extension::current();
     let index = worker_batch_target(&ext, tbl);
+    run_one(&ext, index, max_rows, form)
+}
+
+/// [`one_batch`] on the target `index`.
+fn run_one(ext: &Extension, index: TtlIndex, max_rows: i64, form: (Batch, i64, &Marks)) -> i64 {
     let mut frame = Frame::default();
-    frame.begin_pass(&ext);
+    frame.begin_pass(ext);
     let mut statements = HashMap::new();
     frame
         .run(&index, true, |current, expire_after| {
             let mut run = |locked| {
-                let (ext, rows) = (&ext, max_rows);
+                let rows = max_rows;
                 run_statements(
                     &mut statements,
                     ext,
@@ -89,10 +112,16 @@ fn one_batch(tbl: Oid, max_rows: i64, form: (Batch, i64, &Marks)) -> i64 {
 /// The target of `_ttl_worker_batch(tbl)`: `tbl`'s TTL index, if `tbl` has one, is no foreign
 /// table and the caller has its owner's privileges; else an error.
 fn worker_batch_target(ext: &Extension, tbl: Oid) -> TtlIndex {
-    let index = catalog::load(ext, None, catalog::Scope::Targets)
+    let target = catalog::load(ext, None, catalog::Scope::Targets)
         .into_iter()
-        .find(|index| index.table == tbl)
-        .unwrap_or_else(|| {
+        .find(|index| index.table == tbl);
+    checked_target(target, tbl)
+}
+
+/// `target`, the target of a batch by hand on `tbl`, if there is one, it is no foreign table
+/// and the caller has its owner's privileges; else an error.
+fn checked_target(target: Option<TtlIndex>, tbl: Oid) -> TtlIndex {
+    let index = target.unwrap_or_else(|| {
             crate::error::raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
                 format!("relation {} has no TTL index", tbl.to_u32()),

@@ -3,7 +3,8 @@
 //! pass (at 10,000 TTL tables the read was half of an idle pass).
 //!
 //! What may change it:
-//! - the catalog's rows (`ttl_index`, `jsonb_ttl_internal.index_oid`): whoever writes them
+//! - the catalog's rows (`ttl_index`, `jsonb_ttl_internal.index_oid`, the field TTLs'
+//!   `jsonb_ttl_internal.ttl_field`): whoever writes them
 //!   (the API, the event triggers, the brake, a restore, a superuser's UPDATE), a digest of
 //!   their row versions (each one's `ctid` and `xmin`, read straight from the heap) differs;
 //! - the system catalogs the read joins (tables, partitions, columns, indexes, owners, names):
@@ -145,10 +146,9 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
     // in a transaction that wrote, takes a newer one: a change the digest lacks shows at the
     // next pass.)
     let (digest, mut indexes) = under_fresh_snapshot(|| {
-        (
-            digest(&tables),
-            catalog::load(ext, None, catalog::Scope::Targets),
-        )
+        let mut indexes = catalog::load(ext, None, catalog::Scope::Targets);
+        indexes.extend(crate::field::load(ext, None));
+        (digest(&tables), indexes)
     });
     // Under Citus a table's rows may live in shards elsewhere while its index here is empty
     // (a reference table's, a shell's): its probe says, as before. A shard's rows are here,
@@ -192,6 +192,8 @@ fn catalog_tables(ext: &Extension) -> Vec<Oid> {
     let mut names = vec![ext.catalog()];
     if ext.has_internal_schema() {
         names.push(format!("{}.index_oid", crate::extension::INTERNAL_SCHEMA));
+        // (0.4.0's SQL and later: an older catalog has none, and to_regclass reads NULL)
+        names.push(format!("{}.ttl_field", crate::extension::INTERNAL_SCHEMA));
     }
     names
         .iter()

@@ -177,7 +177,7 @@ impl Worker {
         if let Err(failure) = outcome.as_ref().map_err(Clone::clone) {
             self.statements
                 .retain(|((table, _), _), _| *table != index.table);
-            if !failure.is_transient() && !self.undeletable.full(index.table) {
+            if !failure.is_transient() && !self.undeletable.full(index.set_aside_key()) {
                 match self.archive_verdict(ext, index, granted) {
                     Verdict::Takes => {}
                     // the archive's failure, not the rows': none is set aside
@@ -190,9 +190,9 @@ impl Worker {
                     // not told: the next pass tries again, nothing set aside meanwhile
                     Verdict::Unknown => return outcome,
                 }
-                let before = self.undeletable.count(index.table);
+                let before = self.undeletable.count(index.set_aside_key());
                 outcome = self.split(ext, index, granted);
-                let set_aside = self.undeletable.count(index.table) - before;
+                let set_aside = self.undeletable.count(index.set_aside_key()) - before;
                 if set_aside > 0 {
                     visit.note = Some(format!("{set_aside} row(s) set aside: {failure}"));
                 }
@@ -256,10 +256,13 @@ impl Worker {
     /// The end of a visit: the rows set aside and, for a drained table, its lag and the safety
     /// brake's state; then the visit in the statistics.
     fn end_visit(&mut self, ext: &Extension, index: &TtlIndex, visit: Visit) -> Limit {
-        stats::record_undeletable(
-            index.stats_table(),
-            self.undeletable.count(index.table) as u64,
-        );
+        if index.field.is_none() {
+            // (a field TTL's rows set aside show in its visit's note and the log)
+            stats::record_undeletable(
+                index.stats_table(),
+                self.undeletable.count(index.set_aside_key()) as u64,
+            );
+        }
         if visit.changed {
             // not drained: what is expired under the new definition is for the next pass
             let ended = Ended {
@@ -276,7 +279,7 @@ impl Worker {
             );
         }
         if visit.limit == Limit::None && visit.error.is_none() {
-            if self.undeletable.count(index.table) == 0 {
+            if self.undeletable.count(index.set_aside_key()) == 0 {
                 // drained: nothing expired is left (rows set aside stay, and so does their age)
                 record_lag(&mut self.lagging, index, None);
             }

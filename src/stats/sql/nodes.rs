@@ -96,7 +96,10 @@ fn worker_stats(sql: &str, remote: String) -> Vec<StatsRow> {
                             row.get::<TimestampWithTimeZone>(10).ok().flatten(),
                             None,
                             row.get::<i64>(11).ok().flatten(),
-                            row.get::<bool>(12).ok().flatten().unwrap_or(false),
+                            match row.get::<bool>(12).ok().flatten().unwrap_or(false) {
+                                true => super::super::OWN_TTL,
+                                false => super::super::WHOLE,
+                            },
                         ))
                     })
                     .collect()

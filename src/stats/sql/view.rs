@@ -1,5 +1,6 @@
 //! The rows of the `ttl_stats` view: one per table the worker deletes from (the table of each
 //! TTL index, or each leaf partition of a partitioned one) and per part of a per-row TTL table,
+//! and one per field TTL and table whose documents it changes (`part` 'field <path>'),
 //! the statistics in shared memory beside what the catalogs say of the table.
 //!
 //! Built here rather than as one SQL join: at 1,000 TTL tables that join (three scans of
@@ -96,22 +97,39 @@ fn ttl_stats_view() -> TableIterator<
 > {
     let mut stats_rows = visible_entries();
     super::add_worker_nodes(&mut stats_rows);
-    let stats: HashMap<(pg_sys::Oid, bool), StatsRow> =
+    let stats: HashMap<(pg_sys::Oid, u8), StatsRow> =
         stats_rows.into_iter().map(|r| ((r.0, r.13), r)).collect();
     let undeletable = undeletable_rows();
     let ttl_indexes = ttl_indexes();
+    let fields = field_ttls();
     let recorded = recorded_indexes();
     let oids = ttl_indexes.iter().map(|t| t.table);
-    let classes = classes(oids.chain(recorded.iter().map(|r| r.1)).collect());
+    let field_oids = fields.iter().map(|f| f.0.table);
+    let classes = classes(
+        oids.chain(field_oids)
+            .chain(recorded.iter().map(|r| r.1))
+            .collect(),
+    );
     let index_rows = recorded_index_rows(&recorded, &classes);
     let mut rows = Vec::new();
     for ttl in ttl_indexes {
         for target in targets(&ttl, &classes, &index_rows) {
             for &part in parts(ttl.per_row) {
-                let own_ttl = part == Some("row_ttl");
-                let s = stats.get(&(target.relid, own_ttl));
+                let key = match part == Some("row_ttl") {
+                    true => crate::stats::OWN_TTL,
+                    false => crate::stats::WHOLE,
+                };
+                let s = stats.get(&(target.relid, key));
                 rows.push(view_row(&ttl, &target, part, s, &undeletable));
             }
+        }
+    }
+    // each field TTL: a part of its own of each table whose documents it changes
+    for (ttl, id, path) in fields {
+        let part = format!("field {path}");
+        for target in targets(&ttl, &classes, &index_rows) {
+            let s = stats.get(&(target.relid, crate::stats::field_part(id)));
+            rows.push(view_row(&ttl, &target, Some(&part), s, &undeletable));
         }
     }
     TableIterator::new(rows)
@@ -137,14 +155,15 @@ fn view_row(
     s: Option<&StatsRow>,
     undeletable: &HashMap<pg_sys::Oid, i64>,
 ) -> ViewRow {
-    let own_ttl = part == Some("row_ttl");
+    // the rows that go by expire_after (not a per-row TTL's, not a field TTL's documents)
+    let whole = matches!(part, None | Some("expire_after"));
     let skipped = match () {
         _ if target.foreign => Some(FOREIGN.to_string()),
         _ if ttl.paused => ttl.paused_reason.clone(),
         _ if ttl.outside_window.is_some() => ttl.outside_window.clone(),
         _ => s.and_then(|s| s.9.clone()),
     };
-    let never_expire = match ttl.unfiltered && !own_ttl {
+    let never_expire = match ttl.unfiltered && whole {
         true => target.never_expire,
         false => None,
     };
@@ -154,9 +173,9 @@ fn view_row(
         true => Some(ttl.paused_by.clone().unwrap_or_else(|| "brake".to_string())),
         false => None,
     };
-    let undeletable = match own_ttl {
-        true => 0,
-        false => undeletable.get(&target.relid).copied().unwrap_or(0),
+    let undeletable = match whole {
+        false => 0,
+        true => undeletable.get(&target.relid).copied().unwrap_or(0),
     };
     (
         target.relid,
@@ -211,6 +230,37 @@ fn ttl_indexes() -> Vec<TtlIndex> {
             .collect::<Result<Vec<_>, pgrx::spi::SpiError>>()
     })
     .expect("the TTL catalog is readable")
+}
+
+/// The field TTLs of this database (see [`crate::field`]), each as the view's [`TtlIndex`]
+/// of its table (never paused, no delete window), with its number and path.
+fn field_ttls() -> Vec<(TtlIndex, i16, String)> {
+    let sql = format!(
+        "SELECT f.table_oid::pg_catalog.oid, f.field_id, f.path FROM {INTERNAL}.ttl_field f \
+         ORDER BY f.table_oid::pg_catalog.oid, f.field_id"
+    );
+    Spi::connect(|client| {
+        client
+            .select(&sql, None, &[])?
+            .map(|row| {
+                let ttl = TtlIndex {
+                    table: row.get::<pg_sys::Oid>(1)?.unwrap_or_default(),
+                    unfiltered: false,
+                    per_row: false,
+                    paused: false,
+                    paused_reason: None,
+                    paused_by: None,
+                    outside_window: None,
+                };
+                Ok((
+                    ttl,
+                    row.get::<i16>(2)?.unwrap_or(0),
+                    row.get::<String>(3)?.unwrap_or_default(),
+                ))
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::SpiError>>()
+    })
+    .expect("the field TTL catalog is readable")
 }
 
 /// The tables rows are deleted from for `ttl`, each with its count of rows that never expire:
