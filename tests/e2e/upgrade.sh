@@ -182,4 +182,9 @@ q from030 -c "CREATE TABLE events_archive (id int, doc jsonb)" \
   -c "INSERT INTO events SELECT g, '{\"at\": 1}' FROM generate_series(1, 10) g"
 eventually_eq "an updated 0.3.0 database archives (archive_to, a 0.4.0 option): its worker moves the rows" \
   5 "0|10" from030 "SELECT (SELECT count(*) FROM events) || '|' || (SELECT count(*) FROM events_archive)"
+q from030 -c "CREATE TABLE codes (id int, doc jsonb)" \
+  -c "SELECT ttl_field_create('codes', 'otp.at', interval '1 minute')" \
+  -c "INSERT INTO codes SELECT g, jsonb_build_object('otp', jsonb_build_object('at', 1), 'keep', g) FROM generate_series(1, 10) g"
+eventually_eq "an updated 0.3.0 database expires fields (ttl_field_create, 0.4.0): its worker removes them, the documents stay" \
+  5 "10|0|10" from030 "SELECT count(*) || '|' || count(*) FILTER (WHERE doc ? 'otp') || '|' || count(*) FILTER (WHERE doc ? 'keep') FROM codes"
 finish
