@@ -30,7 +30,7 @@ test: deps unit regress isolation e2e
 ## before, 15 → 16, 16 → 17, 17 → 18, each kind of TTL index, no worker in pg_upgrade's servers).
 ## CI runs it after make test.
 MAJORS ?= 16 17 18
-MAJORS_E2E = worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas pg_upgrade
+MAJORS_E2E = worker kept_targets security attacks traps upgrade brake dump_restore options partitions change_streams replicas pg_upgrade field_ttl
 test-majors: deps
 	@set -e; for v in $(MAJORS); do \
 	  echo "== PostgreSQL $$v"; \

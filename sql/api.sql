@@ -376,6 +376,14 @@ AS $$ SELECT jsonb_ttl_internal._ttl_field_drop(tbl, path) $$;
 COMMENT ON FUNCTION ttl_field_drop(regclass, text) IS
   'Drops the field TTL on path and its index.';
 
+CREATE FUNCTION ttl_field_expire_now(tbl regclass, path text, max_rows bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_expire_now(tbl, path, max_rows) $$;
+COMMENT ON FUNCTION ttl_field_expire_now(regclass, text, bigint) IS
+  'Removes the expired field of the field TTL on path from the documents now, in this transaction, as the table''s owner; returns the documents changed.';
+
 -- DROP TABLE and DROP INDEX remove the catalog entry. SECURITY DEFINER because the table's
 -- owner may not write the catalog. It acts on the OIDs pg_event_trigger_dropped_objects()
 -- reports (which no caller can forge), matched against the OIDs the extension recorded for

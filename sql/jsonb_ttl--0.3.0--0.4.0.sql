@@ -698,6 +698,15 @@ STRICT VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_worker_field_batch_wrapper';
+CREATE FUNCTION jsonb_ttl_internal."_ttl_field_expire_now"(
+	"tbl" oid, /* Option < Oid > */
+	"path" TEXT, /* Option < & str > */
+	"max_rows" bigint /* Option < i64 > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_field_expire_now_wrapper';
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_field_batch(oid, text, bigint) FROM PUBLIC;
 -- Field TTLs (docs/field_ttl.md): a date inside a jsonb document whose expiry removes a subtree
 -- of the document instead of the row.
@@ -725,4 +734,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_drop(tbl, path) $$;
 COMMENT ON FUNCTION @extschema@.ttl_field_drop(regclass, text) IS
   'Drops the field TTL on path and its index.';
+CREATE FUNCTION @extschema@.ttl_field_expire_now(tbl regclass, path text, max_rows bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_expire_now(tbl, path, max_rows) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_expire_now(regclass, text, bigint) IS
+  'Removes the expired field of the field TTL on path from the documents now, in this transaction, as the table''s owner; returns the documents changed.';
 COMMENT ON COLUMN @extschema@.ttl_indexes.removes IS 'A field TTL: what its expiry removes from each document (NULL: a TTL index, whose rows go).';

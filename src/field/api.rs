@@ -213,6 +213,42 @@ fn ttl_field_drop(tbl: Option<Oid>, path: Option<&str>) -> bool {
     true
 }
 
+/// `ttl_field_expire_now(tbl, path, max_rows)`: removes the expired field of the field TTL on
+/// `path` from up to `max_rows` documents now, in the caller's transaction, as the table's
+/// owner, with the worker's statements (see [`crate::deleter::delete_expired`]); the documents
+/// changed.
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_field_expire_now",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i64>) -> i64 {
+    let max_rows = max_rows.unwrap_or(i64::MAX);
+    if max_rows < 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("max_rows must not be negative, not {max_rows}"),
+            "Pass NULL for no limit.",
+        );
+    }
+    let ext = Extension::current();
+    let table = owned_table(tbl);
+    let path = required(path, "path");
+    let date = date_path(&table, path);
+    let targets: Vec<_> = super::load(&ext, Some(table.oid))
+        .into_iter()
+        .filter(|target| {
+            target.resolved.column == date.column && target.resolved.json_path == date.json_path
+        })
+        .collect();
+    if targets.is_empty() {
+        no_field(&table, path);
+    }
+    crate::expire_now::expire_targets(&ext, &targets, max_rows)
+}
+
 /// The date of a field TTL: `path` resolved in `table`, inside a jsonb column.
 fn date_path(table: &Table, path: &str) -> Resolved {
     let resolved = resolve_path(table, path);

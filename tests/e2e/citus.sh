@@ -290,6 +290,8 @@ expect_match "archive_to => a local table" '^0A000: .*archive_to.* (public\.)?re
   "$(sqlstate_on coord "SELECT ttl_index_create('refused', 'ts', interval '1 day', archive_to => 'refused_archive')")"
 expect_match "ttl_index_alter('events', archive_to => a local table)" '^0A000: .*archive_to.* (public\.)?events( |$)' \
   "$(sqlstate_on coord "SELECT ttl_index_alter('events', archive_to => 'refused_archive')")"
+expect_match "ttl_field_create on a distributed table" '^0A000: (public\.)?refused .*Citus' \
+  "$(sqlstate_on coord "SELECT ttl_field_create('refused', 'otp.at', interval '1 day')")"
 expect_match "a partitioned distributed table" '^0A000: .*partitioned.* (public\.)?parted( |$)' \
   "$(sqlstate_on coord "SELECT ttl_index_create('parted', 'ts', interval '1 day')")"
 expect_match "ttl_index_alter('events', touch => true) on the coordinator" '^0A000: .*touch.* (public\.)?events( |$)' \
@@ -320,6 +322,18 @@ expect_eq "its 200 expired rows stay on the shards, archived nowhere; no node ha
 expect_match "ttl_expire_now refuses it" '^0A000: .*archive_to.* (public\.)?later( |$)' \
   "$(sqlstate_on coord "SELECT ttl_expire_now('later')")"
 qc -c "DROP TABLE later, later_archive" >/dev/null
+
+echo "   a table distributed after its field TTL was created: left alone, nothing changed"
+qc >/dev/null <<'SQL'
+CREATE TABLE later_codes (id bigint, doc jsonb);
+SELECT ttl_field_create('later_codes', 'otp.at', interval '1 minute');
+SELECT create_distributed_table('later_codes', 'id', shard_count => 4);
+INSERT INTO later_codes SELECT g, jsonb_build_object('otp', jsonb_build_object('at', now() - interval '1 day')) FROM generate_series(1, 50) g;
+SQL
+sleep 2  # several passes of every node (every 500 ms)
+expect_eq "its 50 expired codes stay (field TTLs are not distributed)" "50" \
+  "$(qc -c "SELECT count(*) FROM later_codes WHERE doc ? 'otp'")"
+qc -c "DROP TABLE later_codes" >/dev/null
 
 echo "== 7. ttl_expire_now and ttl_stats on the coordinator, for the whole distributed table"
 for node in "${CITUS_NODES[@]}"; do

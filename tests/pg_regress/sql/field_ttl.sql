@@ -117,6 +117,14 @@ SELECT jsonb_ttl_internal._ttl_worker_field_batch('events_2026'::regclass, 'doc.
        jsonb_ttl_internal._ttl_worker_field_batch('events_2027'::regclass, 'doc.ip.seenAt', 10) AS changed_2027;
 SELECT id, doc FROM events ORDER BY id;
 
+-- ttl_field_expire_now: what the worker would do, now, in this transaction, as the owner
+INSERT INTO accounts VALUES (30, '{"email": "y@example.com", "resetToken": {"createdAt": "2026-03-01T00:00:00Z"}}'),
+                            (31, jsonb_build_object('resetToken', jsonb_build_object('createdAt', now())));
+SELECT ttl_field_expire_now('accounts', 'resetToken.createdAt') AS changed;
+SELECT id, doc ? 'resetToken' AS has_token FROM accounts WHERE id IN (30, 31) ORDER BY id;
+SELECT ttl_field_expire_now('accounts', 'nothing.here');
+SELECT ttl_field_expire_now('accounts', 'resetToken.createdAt', -1);
+
 -- ttl_stats has a row for each field TTL and table (only the background worker counts)
 SELECT table_name, part FROM ttl_stats WHERE part LIKE 'field %' ORDER BY table_name::text, part;
 
