@@ -25,6 +25,10 @@ ALTER TABLE plain RENAME TO plain_renamed;
 CREATE SCHEMA cold;
 CREATE TABLE cold."Plain Archive" (id int, at timestamptz, archived_at timestamptz DEFAULT now());
 SELECT FROM ttl_index_alter('plain_renamed', archive_to => 'cold."Plain Archive"');
+-- a field TTL: restored with its catalog row and its index, found by what it is
+CREATE TABLE codes (id int PRIMARY KEY, doc jsonb);
+SELECT ttl_field_create('codes', 'otp.at', interval '1 minute');
+INSERT INTO codes SELECT g, jsonb_build_object('otp', jsonb_build_object('at', '2019-01-01'), 'n', g) FROM generate_series(1, 100) g;
 -- 1 live event, 2000 expired ones, and 50 expired ones that orders still reference (their key
 -- restricts their deletion)
 INSERT INTO events SELECT 0, '{"creationDate": "2999-01-01"}';
@@ -39,8 +43,8 @@ CREATE INDEX zz_filler_a ON zz_filler (a);
 CREATE INDEX zz_filler_b ON zz_filler (b);
 SQL
 listing="SELECT table_name::text, column_name, path, json_path, expire_after, numeric_unit, index_name,
-                archive_to
-         FROM ttl_indexes ORDER BY 1"
+                archive_to, removes
+         FROM ttl_indexes ORDER BY 1, 3"
 before=$(q src -c "$listing")
 "$PGBIN/pg_dump" -h "$SOCK" -p "$PORT" -U postgres -Fc -f "$CLUSTER_DIR/src.dump" src
 q src -c "ALTER SYSTEM SET jsonb_ttl.enabled = on" -c "SELECT pg_reload_conf()" >/dev/null
@@ -67,6 +71,8 @@ restored() {  # restored DB: what the restore must have given, and what the work
     "0 51" "$db" "SELECT count(*) FILTER (WHERE id BETWEEN 1 AND 2000) || ' ' || count(*) FROM events"
   expect_eq "$db: and keeps the live one and the 50 the orders reference" \
     "1 50" "$(q "$db" -c "SELECT count(*) FILTER (WHERE id = 0) || ' ' || count(*) FILTER (WHERE id > 2000) FROM events")"
+  eventually_eq "$db: the restored field TTL's expired codes go, the 100 documents stay" 10 \
+    "100 0" "$db" "SELECT count(*) || ' ' || count(*) FILTER (WHERE doc ? 'otp') FROM codes"
 }
 
 restore dst
