@@ -5,7 +5,7 @@
 #   bench/run.sh [--scale F] [--repeat K] [--only CASE,...]
 #     --scale F   multiplies every data size (default 1: 1M rows, ~20 minutes on 2 cores)
 #     --repeat K  runs of each timed query for the parser case (median, default 5)
-#     --only      a comma-separated subset of: parser,purge,archive,insert,options,partitions,lag,
+#     --only      a comma-separated subset of: parser,purge,archive,field,insert,options,partitions,lag,
 #                 impact,growth,idle,rotation,batch,citus,steady
 # Environment: PG_CONFIG (the server to run, default PostgreSQL 15's), BENCH_NAME and
 # BENCH_PORT (the cluster's name and port, default bench and 28817: move them when another
@@ -20,7 +20,7 @@ PORT=${BENCH_PORT:-28817}
 PURGE_BATCHES=${BENCH_PURGE_BATCHES:-1000 10000}
 SCALE=1
 REPEAT=5
-ONLY=parser,purge,archive,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus,steady
+ONLY=parser,purge,archive,field,insert,options,partitions,lag,impact,growth,idle,rotation,batch,citus,steady
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -242,6 +242,65 @@ if wanted archive; then
      -c "ALTER SYSTEM RESET jsonb_ttl.synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
   read -r d_ms d_bytes _ <<<"$(archived arch_worker yes worker_drain_ms arch_worker)"
   result "  worker at its defaults | hand loop, batch ${PURGE_BATCHES##* }" "$(per_s "$d_ms")" "$(per_s "$h_ms")" "$(ratio "$h_ms" "$d_ms")" "(information)"
+  set_guc fsync off
+  db -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
+fi
+
+# Case 1c: field TTLs (docs/field_ttl.md): the worker removing an expired one-time code from half
+# the documents of a table (UPDATE … SET doc = doc #- '{otp}', the documents stay) against the
+# hand loop running the same UPDATE, at equal batch size and settings (fsync and
+# synchronous_commit on for both, each after a CHECKPOINT, timed by bench_clock from the first
+# batch to the last):
+#   hand loop   CALL field_by_hand(tbl, batch) (bench/setup.sql):
+#               UPDATE tbl SET doc = doc #- '{otp}' WHERE ctid = ANY (ARRAY(SELECT ctid … ORDER BY
+#               <otp.at> LIMIT batch FOR UPDATE SKIP LOCKED)) AND <otp.at expired>; COMMIT;
+#               until nothing is left
+# in the interleaved layout, the loop at each batch size against the worker at that fixed size
+# (batch_time = 0, jsonb_ttl.synchronous_commit on), WAL per document beside each.
+if wanted field; then
+  n=$(rows 400000); expired=$((n / 2))
+  worker_settings
+  set_guc fsync on
+  set_guc synchronous_commit on
+  wal() { db -c "SELECT wal_bytes FROM pg_stat_wal"; }
+  per_s() { awk -v r="$expired" -v ms="$1" 'BEGIN {printf "%.0f docs/s", r / ms * 1000}'; }
+  per_row() { awk -v r="$expired" -v b="$1" 'BEGIN {printf "%.0f B/doc", b / r}'; }
+  still_expired="SELECT count(*) FROM %s WHERE ttl_timestamp(doc -> 'otp' -> 'at') < now() - interval '1 hour'"
+  # fielded NAME COMMAND…: a fresh table NAME with its field TTL, then COMMAND (prints the drain
+  # time in ms); prints: ms wal_bytes codes_left
+  fielded() {
+    local name=$1 w0 w1 ms left
+    shift
+    db -c "CALL bench_field_table('$name', $n, $expired)" -c "VACUUM ANALYZE $name" -c "CHECKPOINT" >/dev/null
+    w0=$(wal)
+    ms=$("$@" | tail -1)
+    w1=$(wal)
+    left=$(db -c "$(printf "$still_expired" "$name")")
+    db -c "DROP TABLE $name"
+    echo "$ms $((w1 - w0)) $left"
+  }
+  field_worker_ms() {  # as worker_drain_ms, on the field's date
+    set_guc jsonb_ttl.enabled on
+    until [ "$(db -c "SELECT count(*) = 0 FROM (SELECT 1 FROM $1 WHERE ttl_timestamp(doc -> 'otp' -> 'at') < now() - interval '1 hour' ORDER BY ttl_timestamp(doc -> 'otp' -> 'at') LIMIT 1) t")" = t ]; do
+      sleep 0.2
+    done
+    sleep 0.3
+    set_guc jsonb_ttl.enabled off
+    db -c "SELECT bench_drain_ms('$1')"
+  }
+  field_loop_ms() { db -c "CALL field_by_hand('$1', $2)" -c "SELECT bench_drain_ms('$1')"; }
+  set_guc jsonb_ttl.batch_time 0
+  set_guc jsonb_ttl.synchronous_commit on
+  for batch in $PURGE_BATCHES; do
+    set_guc jsonb_ttl.batch_size $batch
+    read -r w_ms w_bytes w_left <<<"$(fielded field_worker field_worker_ms field_worker)"
+    read -r h_ms h_bytes h_left <<<"$(fielded field_hand field_loop_ms field_hand "$batch")"
+    result "field TTL: $expired of $n codes, interleaved, batch $batch" "$(per_s "$w_ms")" "$(per_s "$h_ms")" "$(ratio "$h_ms" "$w_ms")" ">= 1.00x the hand loop"
+    result "  expired codes left: worker | hand loop" "$w_left" "$h_left" "" "both 0"
+    result "  WAL: worker | hand loop" "$(per_row "$w_bytes")" "$(per_row "$h_bytes")" "$(ratio "$w_bytes" "$h_bytes")" "<= 1.00x the hand loop"
+  done
+  db -c "ALTER SYSTEM RESET jsonb_ttl.batch_size" -c "ALTER SYSTEM RESET jsonb_ttl.batch_time" \
+     -c "ALTER SYSTEM RESET jsonb_ttl.synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
   set_guc fsync off
   db -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
 fi

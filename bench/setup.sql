@@ -82,6 +82,47 @@ BEGIN
   END LOOP;
 END $$;
 
+-- A fresh table of n documents for a field TTL (docs/field_ttl.md): each has a one-time code
+-- (otp: {code, at}), `expired` of them issued two days ago (expired under a 1-hour field TTL),
+-- interleaved with the others, issued in the future; the field TTL on otp.at (its index), no
+-- TTL index. Its bench_clock ticks after each UPDATE statement.
+CREATE PROCEDURE bench_field_table(name text, n bigint, expired bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('DROP TABLE IF EXISTS %I', name);
+  EXECUTE format('CREATE TABLE %I (id bigserial PRIMARY KEY, doc jsonb NOT NULL)', name);
+  EXECUTE format($q$INSERT INTO %I (doc)
+                    SELECT bench_doc(g, now() + g * interval '1 ms')
+                           || jsonb_build_object('otp', jsonb_build_object('code', lpad((g %% 1000000)::text, 6, '0'),
+                                'at', CASE WHEN mod(g, 2) = 0 AND g / 2 <= $2 THEN now() - interval '2 days' + g * interval '1 ms'
+                                           ELSE now() + g * interval '1 ms' END))
+                    FROM generate_series(1, $1) g$q$, name)
+    USING n, expired;
+  PERFORM ttl_field_create(name, 'otp.at', interval '1 hour');
+  EXECUTE format('CREATE TRIGGER bench_clock AFTER UPDATE ON %I FOR EACH STATEMENT EXECUTE FUNCTION bench_clock_tick()', name);
+  DELETE FROM bench_clock WHERE tbl = name;
+  EXECUTE format('ANALYZE %I', name);
+END $$;
+
+-- The field TTL's baseline: the hand loop a DBA writes to expire a field, the same UPDATE the
+-- worker runs (doc #- '{otp}'), picked oldest first through the same index, FOR UPDATE SKIP
+-- LOCKED, expiry re-checked; a COMMIT per batch.
+CREATE PROCEDURE field_by_hand(tbl regclass, batch int)
+LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  LOOP
+    EXECUTE format($q$UPDATE %s SET doc = doc #- '{otp}' WHERE ctid = ANY (ARRAY(
+                        SELECT ctid FROM %s WHERE ttl_timestamp(doc -> 'otp' -> 'at') < now() - interval '1 hour'
+                        ORDER BY ttl_timestamp(doc -> 'otp' -> 'at') LIMIT $1 FOR UPDATE SKIP LOCKED))
+                      AND ttl_timestamp(doc -> 'otp' -> 'at') < now() - interval '1 hour'$q$, tbl, tbl)
+      USING batch;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    COMMIT;
+    EXIT WHEN n = 0;
+  END LOOP;
+END $$;
+
 -- The same loop running the worker's statement exactly as it is now when no row is busy (no
 -- ORDER BY: the forward index scan is oldest first; no row lock on the pick: the DELETE tests
 -- expiry again), under the worker's planner pins, which that statement needs to stay on the
