@@ -83,9 +83,11 @@ SELECT f.table_oid, f.column_name, f.path, f.json_path, f.expire_after, f.numeri
        false, false, NULL::pg_catalog.regclass, f.remove
 FROM jsonb_ttl_internal.ttl_field f
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
-LEFT JOIN pg_catalog.pg_class i ON i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
-                               AND i.relname OPERATOR(pg_catalog.=) f.index_name
-                               AND i.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['i'::pg_catalog."char", 'I'::pg_catalog."char"]);
+LEFT JOIN LATERAL (SELECT x.relpages FROM pg_catalog.pg_class x
+                   JOIN pg_catalog.pg_index xi ON xi.indexrelid OPERATOR(pg_catalog.=) x.oid
+                                              AND xi.indrelid OPERATOR(pg_catalog.=) c.oid
+                   WHERE x.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+                     AND x.relname OPERATOR(pg_catalog.=) f.index_name) i ON true;
 GRANT SELECT ON ttl_indexes TO PUBLIC;
 
 CREATE FUNCTION jsonb_ttl_internal._ttl_index_info(tbl regclass, is_newly_created boolean, rows_expired bigint)

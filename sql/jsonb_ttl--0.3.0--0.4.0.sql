@@ -575,9 +575,11 @@ SELECT f.table_oid, f.column_name, f.path, f.json_path, f.expire_after, f.numeri
        false, false, NULL::pg_catalog.regclass, f.remove
 FROM jsonb_ttl_internal.ttl_field f
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
-LEFT JOIN pg_catalog.pg_class i ON i.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
-                               AND i.relname OPERATOR(pg_catalog.=) f.index_name
-                               AND i.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['i'::pg_catalog."char", 'I'::pg_catalog."char"]);
+LEFT JOIN LATERAL (SELECT x.relpages FROM pg_catalog.pg_class x
+                   JOIN pg_catalog.pg_index xi ON xi.indexrelid OPERATOR(pg_catalog.=) x.oid
+                                              AND xi.indrelid OPERATOR(pg_catalog.=) c.oid
+                   WHERE x.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+                     AND x.relname OPERATOR(pg_catalog.=) f.index_name) i ON true;
 COMMENT ON COLUMN @extschema@.ttl_indexes.archive_to IS 'The table each batch moves its expired rows into, in the same transaction (NULL: they are deleted; ''-'': the archive was dropped, nothing is deleted until ttl_index_alter names another or none).';
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
 DROP FUNCTION @extschema@.ttl_index_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.bool, pg_catalog.bool);
@@ -710,35 +712,35 @@ AS 'MODULE_PATHNAME', 'ttl_field_expire_now_wrapper';
 REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_worker_field_batch(oid, text, bigint) FROM PUBLIC;
 -- Field TTLs (docs/field_ttl.md): a date inside a jsonb document whose expiry removes a subtree
 -- of the document instead of the row.
-CREATE FUNCTION @extschema@.ttl_field_create(tbl regclass, path text, expire_after interval,
-                                 remove text DEFAULT NULL, numeric_unit text DEFAULT 's')
-RETURNS boolean
+CREATE FUNCTION @extschema@.ttl_field_create(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.interval,
+                                 remove pg_catalog.text DEFAULT NULL, numeric_unit pg_catalog.text DEFAULT 's')
+RETURNS pg_catalog.bool
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, expire_after, remove, numeric_unit) $$;
-COMMENT ON FUNCTION @extschema@.ttl_field_create(regclass, text, interval, text, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_field_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.text) IS
   'Creates a field TTL: expire_after past the date at path, the worker removes remove (by default the object holding the date) from the document. Returns false when it exists already.';
 
-CREATE FUNCTION @extschema@.ttl_field_alter(tbl regclass, path text, expire_after interval)
+CREATE FUNCTION @extschema@.ttl_field_alter(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.interval)
 RETURNS void
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, expire_after) $$;
-COMMENT ON FUNCTION @extschema@.ttl_field_alter(regclass, text, interval) IS
+COMMENT ON FUNCTION @extschema@.ttl_field_alter(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval) IS
   'Changes the expire_after of the field TTL on path.';
 
-CREATE FUNCTION @extschema@.ttl_field_drop(tbl regclass, path text)
-RETURNS boolean
+CREATE FUNCTION @extschema@.ttl_field_drop(tbl pg_catalog.regclass, path pg_catalog.text)
+RETURNS pg_catalog.bool
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_drop(tbl, path) $$;
-COMMENT ON FUNCTION @extschema@.ttl_field_drop(regclass, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_field_drop(pg_catalog.regclass, pg_catalog.text) IS
   'Drops the field TTL on path and its index.';
-CREATE FUNCTION @extschema@.ttl_field_expire_now(tbl regclass, path text, max_rows bigint DEFAULT NULL)
-RETURNS bigint
+CREATE FUNCTION @extschema@.ttl_field_expire_now(tbl pg_catalog.regclass, path pg_catalog.text, max_rows pg_catalog.int8 DEFAULT NULL)
+RETURNS pg_catalog.int8
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_expire_now(tbl, path, max_rows) $$;
-COMMENT ON FUNCTION @extschema@.ttl_field_expire_now(regclass, text, bigint) IS
+COMMENT ON FUNCTION @extschema@.ttl_field_expire_now(pg_catalog.regclass, pg_catalog.text, pg_catalog.int8) IS
   'Removes the expired field of the field TTL on path from the documents now, in this transaction, as the table''s owner; returns the documents changed.';
 COMMENT ON COLUMN @extschema@.ttl_indexes.removes IS 'A field TTL: what its expiry removes from each document (NULL: a TTL index, whose rows go).';

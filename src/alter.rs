@@ -136,6 +136,7 @@ pub(crate) fn set_definition(
     if resolved == current.resolved && unit == current.unit {
         return;
     }
+    crate::field::refuse_removing(ext, table.oid, &table.name, &[&resolved]);
     let zone = match (ext.has_time_zone(), resolved.kind) {
         (false, _) | (true, ColumnKind::Timestamptz | ColumnKind::Number) => None,
         (true, kind) => index_time_zone(kind, current.time_zone.as_deref()),
@@ -195,6 +196,9 @@ pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
     };
     if current.row_ttl.as_ref().map(|r| &r.resolved) == field.as_ref().map(|(_, r)| r) {
         return;
+    }
+    if let Some((_, resolved)) = &field {
+        crate::field::refuse_removing(ext, table.oid, &table.name, &[resolved]);
     }
     if current.drop_partitions.is_some() && field.is_some() {
         let reference = current

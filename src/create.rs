@@ -19,6 +19,13 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
         }
         refuse_duplicate(table, &current, &differences);
     }
+    let row_ttl = spec.row_ttl.as_ref().map(|(_, field)| field);
+    crate::field::refuse_removing(
+        ext,
+        table.oid,
+        &table.name,
+        &std::iter::once(&spec.resolved).chain(row_ttl).collect::<Vec<_>>(),
+    );
     if spec.drop_partitions.is_some() {
         let reference =
             reference::reference_expr(ext, &spec.resolved, spec.unit, spec.zone.as_deref())

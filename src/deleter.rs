@@ -465,8 +465,13 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
     if let Some(constraints) = archive.and_then(deferrable_constraints_of) {
         check_references_now(&constraints);
     }
-    // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring)
-    crate::gucs::expiring(|| {
+    // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring); for a field
+    // TTL's UPDATE, the touch trigger leaves the row's date alone (crate::field::updating)
+    let updated = match index.field {
+        Some(_) => index.table,
+        None => pg_sys::InvalidOid,
+    };
+    crate::gucs::expiring(|| crate::field::updating(updated, || {
         owner::as_table_owner(owner, &[], || {
             Spi::connect_mut(|_| {
                 let prepare = |sql: Result<String, String>| {
@@ -499,5 +504,5 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
                 removed
             })
         })
-    })
+    }))
 }

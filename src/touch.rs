@@ -47,9 +47,12 @@ fn _ttl_touch<'a>(
     let Some(new) = trigger.new() else {
         error!("jsonb_ttl: _ttl_touch() runs BEFORE INSERT OR UPDATE, FOR EACH ROW");
     };
-    if crate::gucs::EXPIRING.get() && matches!(trigger.op(), Ok(PgTriggerOperation::Update)) {
-        // a field TTL's UPDATE (docs/field_ttl.md) is no write of the application's: the
-        // row's point in time stays
+    let relation = unsafe { (*trigger.trigger_data().tg_relation).rd_id };
+    if matches!(trigger.op(), Ok(PgTriggerOperation::Update))
+        && crate::field::is_updating(relation)
+    {
+        // a field TTL's UPDATE of this table (docs/field_ttl.md) is no write of the
+        // application's: the row's point in time stays
         return Ok(Some(new.into_owned()));
     }
     let mut tuple = new.into_owned();

@@ -43,6 +43,7 @@ fn ttl_field_create(
     let path = required(path, "path");
     let expire_after = check_expire_after(expire_after);
     let unit = numeric_unit_arg(required(numeric_unit, "numeric_unit"));
+    refuse_partition(&table);
     if crate::citus::citus_table(table.oid) {
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -86,11 +87,15 @@ fn ttl_field_create(
             &format!(
                 "INSERT INTO {INTERNAL}.ttl_field (table_oid, field_id, path, column_name, json_path, \
                    remove, remove_path, expire_after, numeric_unit, index_name) \
-                 SELECT $1, (SELECT pg_catalog.min(n) FROM pg_catalog.generate_series(1, {MAX_FIELDS}) n \
-                             WHERE NOT EXISTS (SELECT FROM {INTERNAL}.ttl_field f \
-                                               WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
-                                                 AND f.field_id OPERATOR(pg_catalog.=) n)), \
-                        $2, $3, $4, $5, $6, $7, $8, $9"
+                 SELECT $1, CASE WHEN m.id OPERATOR(pg_catalog.<) {MAX_FIELDS} THEN m.id OPERATOR(pg_catalog.+) 1 \
+                        ELSE (SELECT pg_catalog.min(n) FROM pg_catalog.generate_series(1, {MAX_FIELDS}) n \
+                              WHERE NOT EXISTS (SELECT FROM {INTERNAL}.ttl_field f \
+                                                WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+                                                  AND f.field_id OPERATOR(pg_catalog.=) n)) END, \
+                        $2, $3, $4, $5, $6, $7, $8, $9 \
+                 FROM (SELECT coalesce(pg_catalog.max(f.field_id), 0::pg_catalog.int2) AS id \
+                       FROM {INTERNAL}.ttl_field f \
+                       WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1) m"
             ),
             &[
                 table.oid.into(),
@@ -130,7 +135,7 @@ fn ttl_field_alter(tbl: Option<Oid>, path: Option<&str>, expire_after: Option<In
     let table = owned_table(tbl);
     let path = required(path, "path");
     let expire_after = check_expire_after(expire_after);
-    let date = date_path(&table, path);
+    let date = field_key(&table, path);
     let changed = owner::as_catalog_owner(ext.owner(), || {
         Spi::get_one_with_args::<bool>(
             &format!(
@@ -167,7 +172,7 @@ fn ttl_field_drop(tbl: Option<Oid>, path: Option<&str>) -> bool {
     let ext = Extension::current();
     let table = owned_table(tbl);
     let path = required(path, "path");
-    let date = date_path(&table, path);
+    let date = field_key(&table, path);
     let gone = owner::as_catalog_owner(ext.owner(), || {
         Spi::connect_mut(|client| {
             let rows = client.update(
@@ -196,8 +201,16 @@ fn ttl_field_drop(tbl: Option<Oid>, path: Option<&str>) -> bool {
         no_field(&table, path);
     };
     let unit = numeric_unit_arg(&unit);
-    // its index, found by what it is; never the table's TTL index (refused at creation)
-    if let Ok((expression, predicate)) = index_expressions(&ext, &date, unit) {
+    // its index, found by what it is; never the table's TTL index (refused at creation). A
+    // column dropped took the index with it; one retyped rebuilt it on an expression no
+    // longer this one's.
+    let column_there = crate::catalog::table_columns(table.oid)
+        .iter()
+        .any(|c| c.name == date.column && c.kind == ColumnKind::Jsonb);
+    if let Some((expression, predicate)) = index_expressions(&ext, &date, unit)
+        .ok()
+        .filter(|_| column_there)
+    {
         let row_ttl = existing(&ext, &table);
         if let Some(index) = index_on(table.oid, &expression, &predicate, &index_name) {
             let theirs = row_ttl.is_some_and(|ttl| {
@@ -236,7 +249,7 @@ fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i
     let ext = Extension::current();
     let table = owned_table(tbl);
     let path = required(path, "path");
-    let date = date_path(&table, path);
+    let date = field_key(&table, path);
     let targets: Vec<_> = super::load(&ext, Some(table.oid))
         .into_iter()
         .filter(|target| {
@@ -247,6 +260,54 @@ fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i
         no_field(&table, path);
     }
     crate::expire_now::expire_targets(&ext, &targets, max_rows)
+}
+
+/// The field TTL of `table` that `path` names, as its column and keys: `path` resolved in the
+/// table as it is now, or, when that fails (its column was dropped or retyped since), the
+/// field TTL created with that very `path` text, so it can still be dropped.
+fn field_key(table: &Table, path: &str) -> Resolved {
+    let resolved = jsonb_ttl_core::path::resolve(path, &crate::catalog::table_columns(table.oid))
+        .ok()
+        .filter(|r| r.kind == ColumnKind::Jsonb && !r.json_path.is_empty());
+    if let Some(resolved) = resolved {
+        return resolved;
+    }
+    let stored = Spi::get_two_with_args::<String, Vec<String>>(
+        &format!(
+            "SELECT column_name::pg_catalog.text, json_path FROM {INTERNAL}.ttl_field \
+             WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
+               AND path OPERATOR(pg_catalog.=) $2"
+        ),
+        &[table.oid.into(), path.into()],
+    );
+    match stored {
+        Ok((Some(column), Some(json_path))) => Resolved {
+            column,
+            kind: ColumnKind::Jsonb,
+            json_path,
+        },
+        _ => date_path(table, path),
+    }
+}
+
+/// Refuses a field TTL on a partition: the partitioned table's field TTLs cover its partitions
+/// (one field TTL per document, whichever table it was created on).
+fn refuse_partition(table: &Table) {
+    let parent = Spi::get_one_with_args::<String>(
+        "SELECT i.inhparent::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_inherits i \
+         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid \
+         WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition",
+        &[table.oid.into()],
+    )
+    .ok()
+    .flatten();
+    if let Some(parent) = parent {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{} is a partition of {parent}", table.name),
+            format!("Create the field TTL on {parent}: it covers every partition."),
+        );
+    }
 }
 
 /// The date of a field TTL: `path` resolved in `table`, inside a jsonb column.
@@ -296,6 +357,8 @@ fn remove_path(table: &Table, date: &Resolved, remove: Option<&str>) -> Vec<Stri
 /// Refuses a field TTL whose removal would take away the point in time (or the per-row TTL)
 /// of the table's TTL index, or whose date is that point in time: rows would never expire.
 fn guard_row_ttl(ext: &Extension, table: &Table, column: &str, removed: &[String]) {
+    // a ttl_index_create or ttl_index_alter of its path under way commits before this reads it
+    super::serialize_dates(table.oid);
     let Some(ttl) = existing(ext, table) else {
         return;
     };

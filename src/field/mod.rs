@@ -19,11 +19,13 @@ use crate::catalog::{self, FieldTtl, Part, TtlIndex};
 use crate::extension::{Extension, INTERNAL_SCHEMA as INTERNAL};
 use crate::reference;
 use jsonb_ttl_core::parse::NumericUnit;
-use jsonb_ttl_core::path::Resolved;
+use jsonb_ttl_core::path::{ColumnKind, Resolved};
 use pgrx::datum::Interval;
-use pgrx::pg_sys::Oid;
+use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
+use pgrx::PgSqlErrorCode;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The most field TTLs one table may have (each counts in a part of the table's statistics).
 pub const MAX_FIELDS: i16 = 200;
@@ -38,6 +40,30 @@ pub fn update_head(qualified_table: &str, column: &str, remove: &[String]) -> St
          ARRAY[{}]::pg_catalog.text[]",
         keys.join(", ")
     )
+}
+
+/// The table a field TTL's statement is updating now in this backend (0: none): the touch
+/// trigger leaves the row's point in time alone for that table's rows (the update is the
+/// worker's, not the application's); for any other table, and in the worker's deletes, it
+/// touches as always.
+static UPDATING: AtomicU32 = AtomicU32::new(0);
+
+/// Runs `f` (the statements of a field TTL of `table`) with [`is_updating`] true for `table`,
+/// false again after, whether `f` returns or raises.
+pub fn updating<R>(table: Oid, f: impl FnOnce() -> R) -> R {
+    struct Reset(u32);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            UPDATING.store(self.0, Ordering::SeqCst);
+        }
+    }
+    let _reset = Reset(UPDATING.swap(table.to_u32(), Ordering::SeqCst));
+    f()
+}
+
+/// Whether a field TTL's statement is updating `table` now (see [`updating`]).
+pub fn is_updating(table: Oid) -> bool {
+    table != Oid::INVALID && UPDATING.load(Ordering::SeqCst) == table.to_u32()
 }
 
 /// Whether this database's catalog has field TTLs (0.4.0's SQL and later).
@@ -67,6 +93,64 @@ pub fn index_on(table: Oid, expression: &str, predicate: &str, name: &str) -> Op
     crate::build::matching_index(table, expression, predicate, Some(name)).map(|(oid, _)| oid)
 }
 
+/// Serializes the changes of `table`'s dates (its TTL index's point in time and per-row TTL
+/// field, and what its field TTLs remove) until the transaction ends: a transaction-level
+/// advisory lock on the table's OID (class `jttl`), so that a TTL index and a field TTL
+/// created at once each see the other (neither checks against the other's uncommitted row).
+pub fn serialize_dates(table: Oid) {
+    Spi::run_with_args(
+        "SELECT pg_catalog.pg_advisory_xact_lock(1786016876, $1::pg_catalog.int4)",
+        &[(table.to_u32() as i32).into()],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot lock the table's dates: {e}"));
+}
+
+/// Refuses a TTL index (`ttl_index_create`, or `ttl_index_alter` of its path or row_ttl_path)
+/// whose point in time or per-row TTL field `dates` lies inside what a field TTL of `table`
+/// removes: its expiry would take away the date rows expire by (a row would fall back to
+/// expire_after, or never expire). The field TTLs of `table` are locked first (`FOR UPDATE`,
+/// as the catalog's owner) and the table's dates serialized ([`serialize_dates`]), so a
+/// `ttl_field_create` under way either committed before, and is checked here, or checks this
+/// TTL index after (see [`api`]'s `guard_row_ttl`).
+pub fn refuse_removing(ext: &Extension, table: Oid, name: &str, dates: &[&Resolved]) {
+    if !available() {
+        return;
+    }
+    serialize_dates(table);
+    let removed: Vec<(String, Vec<String>)> = crate::owner::as_catalog_owner(ext.owner(), || {
+        Spi::connect_mut(|client| {
+            client
+                .update(
+                    &format!(
+                        "SELECT f.column_name::pg_catalog.text, f.remove_path \
+                         FROM {INTERNAL}.ttl_field f \
+                         WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 FOR UPDATE"
+                    ),
+                    None,
+                    &[table.into()],
+                )?
+                .map(|row| Ok((row.get::<String>(1)?.unwrap_or_default(), row.get::<Vec<String>>(2)?.unwrap_or_default())))
+                .collect::<Result<Vec<_>, pgrx::spi::SpiError>>()
+        })
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot read the field TTLs: {e}"));
+    for date in dates {
+        if let Some((_, keys)) = removed.iter().find(|(column, keys)| {
+            *column == date.column && !keys.is_empty() && date.json_path.starts_with(keys)
+        }) {
+            crate::error::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "a field TTL of {name} removes {}, which holds this point in time",
+                    quote_literal(&keys.join("."))
+                ),
+                "Rows would lose the date they expire by: drop that field TTL with \
+                 ttl_field_drop() first, or choose a date outside what it removes.",
+            );
+        }
+    }
+}
+
 /// The version of a field TTL's catalog row (`xmin:ctid`), as [`catalog::VERSION_SQL`].
 const VERSION_SQL: &str = "f.xmin::pg_catalog.text OPERATOR(pg_catalog.||) ':' \
      OPERATOR(pg_catalog.||) f.ctid::pg_catalog.text";
@@ -87,12 +171,24 @@ pub fn definition_sql(locked: bool) -> String {
 }
 
 /// The field TTLs of `table` (the table they were created on), or of every table, as the
-/// worker's targets: one per field TTL and table rows are changed in (the table, or each leaf
-/// partition). Under Citus, none of a Citus table (refused at creation; one distributed since
-/// is left alone).
+/// targets of a batch: one per field TTL and table rows are changed in (the table, or each
+/// leaf partition). Under Citus, none of a Citus table (refused at creation; one distributed
+/// since is left alone). Finding each one's index locks its table (`AccessShareLock`),
+/// waiting if need be: for the SQL functions, called on the caller's own table.
 pub fn load(ext: &Extension, table: Option<Oid>) -> Vec<TtlIndex> {
+    load_with(ext, table, true).0
+}
+
+/// [`load`] for the worker's catalog read, which never waits on a tenant's lock: a table whose
+/// lock is not free now has its field TTLs' index unread (not ready: no batch), and the second
+/// value is false, so that the worker reads them again at its next pass.
+pub fn load_for_worker(ext: &Extension) -> (Vec<TtlIndex>, bool) {
+    load_with(ext, None, false)
+}
+
+fn load_with(ext: &Extension, table: Option<Oid>, wait: bool) -> (Vec<TtlIndex>, bool) {
     if !available() {
-        return Vec::new();
+        return (Vec::new(), true);
     }
     let targets = catalog::targets_sql(ext, catalog::Scope::Targets, false);
     let sql = format!(
@@ -124,18 +220,33 @@ pub fn load(ext: &Extension, table: Option<Oid>) -> Vec<TtlIndex> {
             .map(|row| from_row(&row))
             .collect()
     });
-    rows.into_iter()
+    let mut all_read = true;
+    let targets = rows
+        .into_iter()
         .filter(|target| !crate::citus::citus_table(target.root))
         .map(|mut target| {
+            // (reading the index's expression against the table opens it)
+            let free = wait
+                || unsafe {
+                    pg_sys::ConditionalLockRelationOid(
+                        target.table,
+                        pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+                    )
+                };
+            all_read &= free;
+            // a column no longer jsonb (retyped, or dropped: no kind) has no field to remove
+            let usable = free && target.resolved.kind == ColumnKind::Jsonb && !target.foreign;
             target.index_oid = index_expressions(ext, &target.resolved, target.unit)
                 .ok()
+                .filter(|_| usable)
                 .and_then(|(expression, predicate)| {
                     index_on(target.table, &expression, &predicate, &target.index_name)
                 });
             target.index_ready = target.index_oid.is_some();
             target
         })
-        .collect()
+        .collect();
+    (targets, all_read)
 }
 
 /// One row of [`load`]'s query as a target.

@@ -105,9 +105,11 @@ impl Frame {
             // a batch that deletes: jsonb_ttl.expiring = on for the owner's triggers, set here
             // as the worker (superuser-only), before the owner's section; a frame that only
             // counts (the brake, the backlog) leaves it off
-            Some(match lock {
-                true => gucs::expiring(section),
-                false => section(),
+            Some(match (lock, &index.field) {
+                // a field TTL's UPDATE: the touch trigger leaves the row's date alone
+                (true, Some(_)) => gucs::expiring(|| crate::field::updating(index.table, section)),
+                (true, None) => gucs::expiring(section),
+                (false, _) => section(),
             })
         })
     }

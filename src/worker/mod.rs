@@ -61,7 +61,7 @@ struct Worker {
     next_start: usize,
     /// The batch size each table reached (see [`jsonb_ttl_core::batch_size`]), where its next
     /// visit starts; a Citus shard's under its distributed table, shared by the node's shards.
-    batch_rows: HashMap<Oid, i64>,
+    batch_rows: HashMap<(Oid, Option<i16>), i64>,
     /// Whether the last pass was skipped because pg_restore is connected (logged once).
     waiting_for_restore: bool,
     /// TTL indexes the safety brake paused in this pass (their other partitions wait too).

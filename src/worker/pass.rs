@@ -82,7 +82,7 @@ impl Worker {
             .retain(|((table, _), _), _| tables.contains(table));
         self.probes.retain(|(table, _), _| tables.contains(table));
         let sized: HashSet<Oid> = indexes.iter().map(|i| i.stats_table()).collect();
-        self.batch_rows.retain(|table, _| sized.contains(table));
+        self.batch_rows.retain(|(table, _), _| sized.contains(table));
         self.brake_checked
             .retain(|(table, _), _| tables.contains(table));
         self.brake_checked_roots.clear();
@@ -141,7 +141,12 @@ impl Worker {
         match expired {
             // ttl_stats shows both as skipped
             _ if index.foreign => Limit::None,
-            _ if index.paused || self.paused_roots.contains(&index.root) => Limit::None,
+            // (a pause of the table's TTL index is not its field TTLs')
+            _ if index.paused
+                || (index.field.is_none() && self.paused_roots.contains(&index.root)) =>
+            {
+                Limit::None
+            }
             // outside its delete window: ttl_stats shows it as skipped
             _ if !index.in_window => Limit::None,
             // it held a worker past its deadline: ttl_stats shows until when
@@ -198,6 +203,13 @@ impl Worker {
 
 /// Why a table whose TTL index is missing or not ready is not purged, for `ttl_stats`.
 fn missing_index(index: &TtlIndex) -> String {
+    if index.field.is_some() {
+        return format!(
+            "the index of this field TTL ({}) is missing or not valid, or its column is no longer \
+             jsonb: no field is removed until it is built (ttl_field_drop, then ttl_field_create)",
+            index.index_name
+        );
+    }
     match index.index_name.is_empty() {
         true => "the per-row TTL index of this table was dropped: its rows are \
                  not deleted until it is built again (ttl_index_create again \

@@ -147,7 +147,12 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
     // next pass.)
     let (digest, mut indexes) = under_fresh_snapshot(|| {
         let mut indexes = catalog::load(ext, None, catalog::Scope::Targets);
-        indexes.extend(crate::field::load(ext, None));
+        let (fields, all_read) = crate::field::load_for_worker(ext);
+        if !all_read {
+            // a table's lock was not free: its field TTLs wait, and the next pass reads again
+            CHANGED.store(true, Ordering::SeqCst);
+        }
+        indexes.extend(fields);
         (digest(&tables), indexes)
     });
     // Under Citus a table's rows may live in shards elsewhere while its index here is empty

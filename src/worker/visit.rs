@@ -104,7 +104,7 @@ impl Worker {
     pub(super) fn purge(&mut self, ext: &Extension, index: &TtlIndex) -> Limit {
         // (a Citus shard starts where its node's shards of the same table left the size: no
         // ramp-up from the first batch size in each shard)
-        let rows = first_rows(index, self.batch_rows.get(&index.stats_table()).copied());
+        let rows = first_rows(index, self.batch_rows.get(&index.sizing_key()).copied());
         let marks = match self.brake(ext, index, Marks::for_batches_of(rows)) {
             Brake::Go(marks) => marks,
             Brake::Paused => {
@@ -232,7 +232,7 @@ impl Worker {
                 visit.removed += n;
                 let took = batch_started.elapsed();
                 visit.rows = batch_size::next(granted, n, took, visit.target, visit.max_rows);
-                self.batch_rows.insert(index.stats_table(), visit.rows);
+                self.batch_rows.insert(index.sizing_key(), visit.rows);
                 if visit.rate > 0 {
                     // the next batch of this table is due once these rows' share of a second
                     // at the rate has passed: in this visit if soon, else at a later one
@@ -247,7 +247,7 @@ impl Worker {
                 budget::give_back(granted);
                 visit.error = Some(e.message);
                 let smaller = batch_size::after_failure(granted, visit.target, visit.max_rows);
-                self.batch_rows.insert(index.stats_table(), smaller);
+                self.batch_rows.insert(index.sizing_key(), smaller);
                 false
             }
         }
@@ -285,13 +285,14 @@ impl Worker {
             }
             // drained: the next backlog is checked by the brake again
             self.brake_checked.remove(&index.target());
-            if index.brake_released {
+            if index.brake_released && index.field.is_none() {
                 // released by ttl_index_resume() or its creation: the brake holds again, once
                 // every target of the TTL index has drained (rearming writes a new version of
                 // its definition, which would end the other targets' visits in this pass)
                 self.rearm.entry(index.root).or_insert(true);
             }
-        } else {
+        } else if index.field.is_none() {
+            // (a field TTL's backlog is not the TTL index's: its brake rearms without it)
             self.rearm.insert(index.root, false);
         }
         let backlog = match (&visit.error, visit.limit) {

@@ -85,6 +85,9 @@ SELECT ttl_field_create('accounts', 'lastLogin', interval '1 day');             
 SELECT ttl_field_create('accounts', 'session.lastLogin', interval '1 day', remove => 'session')
 WHERE false;                                                                    -- (fine: another key)
 SELECT ttl_field_create('accounts', 'otp.issuedAt', NULL);
+-- and the other way round: no TTL index (nor per-row TTL field) on a date a field TTL removes
+SELECT ttl_index_alter('accounts', path => 'promo.lastLogin');
+SELECT ttl_index_alter('accounts', row_ttl_path => 'resetToken.keepFor');
 SELECT ttl_field_create('accounts', 'x.at', interval '1 day', numeric_unit => 'hours');
 SELECT ttl_field_alter('accounts', 'nothing.here', interval '1 day');
 SELECT ttl_field_drop('accounts', 'nothing.here');
@@ -111,6 +114,9 @@ CREATE TABLE events (id int, at date, doc jsonb) PARTITION BY RANGE (at);
 CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
 CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01');
 SELECT ttl_field_create('events', 'doc.ip.seenAt', interval '30 days');   -- forget IP addresses
+\set VERBOSITY verbose
+SELECT ttl_field_create('events_2026', 'doc.ip.seenAt', interval '1 day');  -- the partitioned table's covers it
+\set VERBOSITY default
 INSERT INTO events VALUES (1, '2026-05-01', '{"kind": "login", "ip": {"addr": "192.0.2.1", "seenAt": "2026-05-01T00:00:00Z"}}'),
                           (2, '2027-05-01', '{"kind": "login", "ip": {"addr": "192.0.2.2", "seenAt": "2026-05-02T00:00:00Z"}}');
 SELECT jsonb_ttl_internal._ttl_worker_field_batch('events_2026'::regclass, 'doc.ip.seenAt', 10) AS changed_2026,
@@ -127,6 +133,13 @@ SELECT ttl_field_expire_now('accounts', 'resetToken.createdAt', -1);
 
 -- ttl_stats has a row for each field TTL and table (only the background worker counts)
 SELECT table_name, part FROM ttl_stats WHERE part LIKE 'field %' ORDER BY table_name::text, part;
+
+-- a field TTL whose column is gone does nothing, and can still be dropped by its path
+CREATE TABLE legacy (id int, extra jsonb);
+SELECT ttl_field_create('legacy', 'extra.token.at', interval '1 hour');
+ALTER TABLE legacy DROP COLUMN extra;
+SELECT ttl_field_drop('legacy', 'extra.token.at');
+DROP TABLE legacy;
 
 -- ttl_field_drop drops the field TTL and its index; DROP TABLE drops the table's field TTLs
 SELECT ttl_field_drop('accounts', 'otp.issuedAt');
