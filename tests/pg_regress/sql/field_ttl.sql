@@ -101,6 +101,27 @@ RESET ROLE;
 DROP ROLE field_stranger;
 \set VERBOSITY default
 
+-- a hostile owner's search_path reaches no name of the field TTL's statement: its #- operator
+-- and its ttl_timestamp are pg_catalog's and the extension's (the batch runs as the owner,
+-- with the owner's settings, as the worker runs it)
+CREATE ROLE field_owner;
+CREATE TABLE owned (id int, doc jsonb);
+ALTER TABLE owned OWNER TO field_owner;
+SELECT ttl_field_create('owned', 'otp.at', interval '1 minute');
+INSERT INTO owned VALUES (1, '{"otp": {"at": "2020-01-01T00:00:00Z"}, "keep": 1}');
+CREATE SCHEMA evil;
+GRANT USAGE ON SCHEMA evil TO field_owner;
+CREATE FUNCTION evil.remove_nothing(jsonb, text[]) RETURNS jsonb LANGUAGE sql AS $$ SELECT $1 $$;
+CREATE OPERATOR evil.#- (leftarg = jsonb, rightarg = text[], function = evil.remove_nothing);
+CREATE FUNCTION evil.ttl_timestamp(jsonb) RETURNS timestamptz LANGUAGE sql AS $$ SELECT now() + interval '1 year' $$;
+ALTER ROLE field_owner SET search_path = evil, pg_catalog, public;
+SELECT jsonb_ttl_internal._ttl_worker_field_batch('owned'::regclass, 'otp.at', 10) AS changed;
+SELECT doc FROM owned;
+ALTER ROLE field_owner RESET search_path;
+DROP SCHEMA evil CASCADE;
+DROP TABLE owned;
+DROP ROLE field_owner;
+
 -- hostile names: every name is quoted, every key a literal
 CREATE SCHEMA "we""ird";
 CREATE TABLE "we""ird"."ta ble" (id int, "d o c" jsonb);
