@@ -30,10 +30,21 @@ SELECT index_name, archive_to FROM ttl_index_create('demo_sessions', 'lastSeen',
 INSERT INTO demo_sessions (doc)
 SELECT jsonb_build_object('user', 'u' || g, 'lastSeen', now() + (g - 20) * interval '1 second')
 FROM generate_series(1, 40) g;
+
+-- one-time codes expire 10 seconds after they were issued; the accounts stay (a field TTL)
+DROP TABLE IF EXISTS demo_accounts;
+CREATE TABLE demo_accounts (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+SELECT ttl_field_create('demo_accounts', 'otp.issuedAt', interval '10 seconds');
+INSERT INTO demo_accounts (doc)
+SELECT jsonb_build_object('email', 'user' || g || '@example.com',
+                          'otp', jsonb_build_object('code', lpad((g * 7919 % 1000000)::text, 6, '0'),
+                                                    'issuedAt', now() + (g - 10) * interval '1 second'))
+FROM generate_series(1, 30) g;
 RESET client_min_messages;
 
 \echo
 \echo 'Watch the rows go (one a second):   SELECT count(*) FROM demo_events \\watch 1'
 \echo 'Sessions moving to their archive:   SELECT (SELECT count(*) FROM demo_sessions) AS live, (SELECT count(*) FROM demo_sessions_archive) AS archived \\watch 1'
+\echo 'Codes expiring, accounts staying:   SELECT count(*) AS accounts, count(*) FILTER (WHERE doc ? ''otp'') AS with_code FROM demo_accounts \\watch 1'
 \echo 'What the worker did:                SELECT * FROM ttl_stats;'
 \echo 'Server totals:                      SELECT * FROM ttl_statistics();'

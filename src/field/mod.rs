@@ -306,3 +306,74 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         }),
     }
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::{is_updating, load, update_head, updating};
+    use crate::extension::Extension;
+    use pgrx::pg_sys::Oid;
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn update_head_quotes_every_name_and_key() {
+        Spi::run(
+            "CREATE TABLE \"t t\" (id int, \"d\"\"oc\" jsonb);
+             INSERT INTO \"t t\" VALUES (1, '{\"o''tp\": {\"a\": 1}, \"k\": 2}');",
+        )
+        .expect("table made");
+        let head = update_head(
+            "public.\"t t\"",
+            "d\"oc",
+            &["o'tp".to_string(), "a".to_string()],
+        );
+        assert_eq!(
+            head,
+            "UPDATE ONLY public.\"t t\" SET \"d\"\"oc\" = \"d\"\"oc\" OPERATOR(pg_catalog.#-) \
+             ARRAY['o''tp', 'a']::pg_catalog.text[]"
+        );
+        Spi::run(&format!("{head} WHERE id OPERATOR(pg_catalog.=) 1")).expect("runs");
+        let doc = Spi::get_one::<pgrx::JsonB>("SELECT \"d\"\"oc\" FROM \"t t\"")
+            .expect("read")
+            .expect("a document");
+        assert_eq!(doc.0, serde_json::json!({"o'tp": {}, "k": 2}));
+    }
+
+    #[pg_test]
+    fn a_field_ttl_is_a_target_with_its_own_index() {
+        Spi::run(
+            "CREATE TABLE codes (id int, doc jsonb);
+             SELECT ttl_field_create('codes', 'otp.at', interval '1 minute');",
+        )
+        .expect("field TTL made");
+        let targets = load(&Extension::current(), None);
+        assert_eq!(targets.len(), 1);
+        let target = &targets[0];
+        let field = target.field.as_ref().expect("a field target");
+        assert_eq!(field.remove, vec!["otp".to_string()]);
+        assert!(target.index_ready, "its index is found by what it is");
+        let named = Spi::get_one::<Oid>("SELECT 'codes_ttl_field_idx'::regclass::oid")
+            .expect("read")
+            .expect("the index");
+        assert_eq!(target.index_oid, Some(named));
+        // renamed, it is still found; a look-alike with another predicate is not taken
+        Spi::run(
+            "ALTER INDEX codes_ttl_field_idx RENAME TO whatever;
+             CREATE INDEX look_alike ON codes ((doc->'otp'->>'at'));",
+        )
+        .expect("renamed");
+        let again = load(&Extension::current(), None);
+        assert_eq!(again[0].index_oid, Some(named));
+    }
+
+    #[pg_test]
+    fn updating_is_reset_even_when_its_work_raises() {
+        let table = Oid::from(424242u32);
+        assert!(!is_updating(table));
+        let inside = updating(table, || is_updating(table));
+        assert!(inside);
+        let raised = std::panic::catch_unwind(|| updating(table, || panic!("raised")));
+        assert!(raised.is_err());
+        assert!(!is_updating(table), "reset on the way out");
+    }
+}

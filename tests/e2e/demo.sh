@@ -27,6 +27,10 @@ moved() {
                          AND (SELECT count(*) FROM demo_sessions) + (SELECT count(*) FROM demo_sessions_archive) = 40")" = t ]
 }
 wait_for "the demo's idle sessions move into their archive, none lost" 20 moved
+codes_go() {
+  [ "$(q demo -c "SELECT count(*) = 30 AND count(*) FILTER (WHERE doc ? 'otp') BETWEEN 1 AND 25 FROM demo_accounts")" = t ]
+}
+wait_for "the demo's one-time codes expire one a second, the 30 accounts stay" 20 codes_go
 "$ROOT/scripts/cluster.sh" stop "$CLUSTER"
 feeder_gone() { ! kill -0 "$feeder" 2>/dev/null; }
 wait_for "the feeder ends once the server is gone" 10 feeder_gone
