@@ -24,7 +24,9 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
         ext,
         table.oid,
         &table.name,
-        &std::iter::once(&spec.resolved).chain(row_ttl).collect::<Vec<_>>(),
+        &std::iter::once(&spec.resolved)
+            .chain(row_ttl)
+            .collect::<Vec<_>>(),
     );
     if spec.drop_partitions.is_some() {
         let reference =

@@ -471,38 +471,42 @@ pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_ro
         Some(_) => index.table,
         None => pg_sys::InvalidOid,
     };
-    crate::gucs::expiring(|| crate::field::updating(updated, || {
-        owner::as_table_owner(owner, &[], || {
-            Spi::connect_mut(|_| {
-                let prepare = |sql: Result<String, String>| {
-                    let sql = sql.unwrap_or_else(|e| error!("{e}"));
-                    GenericPlan::prepare(&sql, &BATCH_ARGS.map(|t| t.value())).unwrap_or_else(|e| {
-                        error!(
-                            "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                            index.display_name
+    crate::gucs::expiring(|| {
+        crate::field::updating(updated, || {
+            owner::as_table_owner(owner, &[], || {
+                Spi::connect_mut(|_| {
+                    let prepare = |sql: Result<String, String>| {
+                        let sql = sql.unwrap_or_else(|e| error!("{e}"));
+                        GenericPlan::prepare(&sql, &BATCH_ARGS.map(|t| t.value())).unwrap_or_else(
+                            |e| {
+                                error!(
+                                    "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                                    index.display_name
+                                )
+                            },
                         )
-                    })
-                };
-                let delete = prepare(batch_sql(ext, &index, false));
-                let pick_count = prepare(pick_count_sql(ext, &index, false));
-                let mut purge = Purge::from_head();
-                let mut removed: u64 = 0;
-                let mut size = batch_size;
-                while (removed as i64) < max_rows {
-                    let limit = size.min(max_rows - removed as i64);
-                    let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
-                    let outcome = run_batch(&delete, counting, index.expire_after, limit, &[])
-                        .unwrap_or_else(|e| {
-                            error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
-                        });
-                    removed += outcome.deleted;
-                    if !purge.go_on(limit, outcome) {
-                        break;
+                    };
+                    let delete = prepare(batch_sql(ext, &index, false));
+                    let pick_count = prepare(pick_count_sql(ext, &index, false));
+                    let mut purge = Purge::from_head();
+                    let mut removed: u64 = 0;
+                    let mut size = batch_size;
+                    while (removed as i64) < max_rows {
+                        let limit = size.min(max_rows - removed as i64);
+                        let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
+                        let outcome = run_batch(&delete, counting, index.expire_after, limit, &[])
+                            .unwrap_or_else(|e| {
+                                error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+                            });
+                        removed += outcome.deleted;
+                        if !purge.go_on(limit, outcome) {
+                            break;
+                        }
+                        size = (size * 2).min(MAX_STATEMENT_ROWS);
                     }
-                    size = (size * 2).min(MAX_STATEMENT_ROWS);
-                }
-                removed
+                    removed
+                })
             })
         })
-    }))
+    })
 }

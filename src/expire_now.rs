@@ -164,7 +164,11 @@ fn on_worker_nodes(ext: &Extension, table: &Table, max_rows: i64) -> i64 {
 
 /// Removes the expired rows of `indexes`, at most `max_rows` in all, with the worker's first
 /// batch size; the rows removed.
-pub(crate) fn expire_targets(ext: &Extension, indexes: &[crate::catalog::TtlIndex], max_rows: i64) -> i64 {
+pub(crate) fn expire_targets(
+    ext: &Extension,
+    indexes: &[crate::catalog::TtlIndex],
+    max_rows: i64,
+) -> i64 {
     // the worker's first batch of a table it has not sized yet
     let batch_size = jsonb_ttl_core::batch_size::FIRST_ROWS.min(gucs::BATCH_SIZE.get() as i64);
     let mut removed: i64 = 0;

@@ -48,8 +48,7 @@ fn _ttl_touch<'a>(
         error!("jsonb_ttl: _ttl_touch() runs BEFORE INSERT OR UPDATE, FOR EACH ROW");
     };
     let relation = unsafe { (*trigger.trigger_data().tg_relation).rd_id };
-    if matches!(trigger.op(), Ok(PgTriggerOperation::Update))
-        && crate::field::is_updating(relation)
+    if matches!(trigger.op(), Ok(PgTriggerOperation::Update)) && crate::field::is_updating(relation)
     {
         // a field TTL's UPDATE of this table (docs/field_ttl.md) is no write of the
         // application's: the row's point in time stays

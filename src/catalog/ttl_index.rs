@@ -217,7 +217,10 @@ impl TtlIndex {
     /// What the worker keys a table's batch size by: the table its statistics count in, and
     /// for a field TTL its number (its UPDATE is not the rows' DELETE).
     pub fn sizing_key(&self) -> (Oid, Option<i16>) {
-        (self.stats_table(), self.field.as_ref().map(|field| field.id))
+        (
+            self.stats_table(),
+            self.field.as_ref().map(|field| field.id),
+        )
     }
 
     /// What the worker keys its prepared statements and brake checks by: the table, and the

@@ -7,9 +7,9 @@ use crate::build::{build_index, choose_index_name, matching_index};
 use crate::error::raise;
 use crate::extension::{Extension, INTERNAL_SCHEMA as INTERNAL};
 use crate::functions::numeric_unit_arg;
+use crate::owner;
 use crate::spec::{check_expire_after, resolve_path};
 use crate::table::{existing, owned_table, required, Table};
-use crate::owner;
 use jsonb_ttl_core::path::{ColumnKind, Resolved};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
@@ -47,7 +47,10 @@ fn ttl_field_create(
     if crate::citus::citus_table(table.oid) {
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{} is a Citus table: field TTLs are not distributed", table.name),
+            format!(
+                "{} is a Citus table: field TTLs are not distributed",
+                table.name
+            ),
             "Give the field TTL to a table that is not distributed, or remove the field yourself.",
         );
     }
@@ -369,7 +372,7 @@ fn guard_row_ttl(ext: &Extension, table: &Table, column: &str, removed: &[String
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!(
                     "removing {} would remove the point in time of the TTL index of {}",
-                    quote_literal(&removed.join(".")),
+                    quote_literal(removed.join(".")),
                     table.name
                 ),
                 "A field TTL may not remove the date its table's rows expire by: choose a field \

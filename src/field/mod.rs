@@ -34,7 +34,7 @@ pub const MAX_FIELDS: i16 = 200;
 /// (see [`TtlIndex::removal`]), every name quoted, the operator qualified.
 pub fn update_head(qualified_table: &str, column: &str, remove: &[String]) -> String {
     let column = quote_identifier(column);
-    let keys: Vec<String> = remove.iter().map(|key| quote_literal(key)).collect();
+    let keys: Vec<String> = remove.iter().map(quote_literal).collect();
     format!(
         "UPDATE ONLY {qualified_table} SET {column} = {column} OPERATOR(pg_catalog.#-) \
          ARRAY[{}]::pg_catalog.text[]",
@@ -129,7 +129,12 @@ pub fn refuse_removing(ext: &Extension, table: Oid, name: &str, dates: &[&Resolv
                     None,
                     &[table.into()],
                 )?
-                .map(|row| Ok((row.get::<String>(1)?.unwrap_or_default(), row.get::<Vec<String>>(2)?.unwrap_or_default())))
+                .map(|row| {
+                    Ok((
+                        row.get::<String>(1)?.unwrap_or_default(),
+                        row.get::<Vec<String>>(2)?.unwrap_or_default(),
+                    ))
+                })
                 .collect::<Result<Vec<_>, pgrx::spi::SpiError>>()
         })
     })
@@ -142,7 +147,7 @@ pub fn refuse_removing(ext: &Extension, table: Oid, name: &str, dates: &[&Resolv
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!(
                     "a field TTL of {name} removes {}, which holds this point in time",
-                    quote_literal(&keys.join("."))
+                    quote_literal(keys.join("."))
                 ),
                 "Rows would lose the date they expire by: drop that field TTL with \
                  ttl_field_drop() first, or choose a date outside what it removes.",
@@ -302,7 +307,11 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         archive: None,
         field: Some(FieldTtl {
             id,
-            remove: row.get::<Vec<String>>(16).ok().flatten().unwrap_or_default(),
+            remove: row
+                .get::<Vec<String>>(16)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
         }),
     }
 }

@@ -230,7 +230,10 @@ fn ttl_stats_entries() -> TableIterator<
 > {
     // one row a table, as that SQL joins it: the parts of a per-row TTL table summed
     let mut rows: Vec<StatsRow> = Vec::new();
-    for mut row in visible_entries().into_iter().filter(|r| r.13 <= super::OWN_TTL) {
+    for mut row in visible_entries()
+        .into_iter()
+        .filter(|r| r.13 <= super::OWN_TTL)
+    {
         row.13 = super::WHOLE;
         merge(&mut rows, vec![row]);
     }

@@ -142,7 +142,11 @@ impl Worker {
         })?;
         Ok(parts.map(|parts| {
             let deleted = parts.deleted;
-            self.undeletable.add(index.set_aside_key(), &index.display_name, parts.undeletable);
+            self.undeletable.add(
+                index.set_aside_key(),
+                &index.display_name,
+                parts.undeletable,
+            );
             Outcome::picked(None, deleted)
         }))
     }

@@ -57,7 +57,12 @@ fn ttl_worker_field_batch(tbl: Oid, path: &str, max_rows: i64) -> i64 {
         .into_iter()
         .find(|field| field.table == tbl && field.path == path);
     let index = checked_target(target, tbl);
-    run_one(&ext, index, max_rows, (Batch::Plain, i64::MIN, &Marks::default()))
+    run_one(
+        &ext,
+        index,
+        max_rows,
+        (Batch::Plain, i64::MIN, &Marks::default()),
+    )
 }
 
 /// One batch of the form `form` on `tbl`, for at most `max_rows` rows: the rows it removed.
@@ -122,12 +127,12 @@ fn worker_batch_target(ext: &Extension, tbl: Oid) -> TtlIndex {
 /// and the caller has its owner's privileges; else an error.
 fn checked_target(target: Option<TtlIndex>, tbl: Oid) -> TtlIndex {
     let index = target.unwrap_or_else(|| {
-            crate::error::raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("relation {} has no TTL index", tbl.to_u32()),
-                "Pass a table with a TTL index, or one of its partitions.",
-            )
-        });
+        crate::error::raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("relation {} has no TTL index", tbl.to_u32()),
+            "Pass a table with a TTL index, or one of its partitions.",
+        )
+    });
     if index.foreign {
         crate::error::raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,

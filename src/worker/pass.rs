@@ -82,7 +82,8 @@ impl Worker {
             .retain(|((table, _), _), _| tables.contains(table));
         self.probes.retain(|(table, _), _| tables.contains(table));
         let sized: HashSet<Oid> = indexes.iter().map(|i| i.stats_table()).collect();
-        self.batch_rows.retain(|(table, _), _| sized.contains(table));
+        self.batch_rows
+            .retain(|(table, _), _| sized.contains(table));
         self.brake_checked
             .retain(|(table, _), _| tables.contains(table));
         self.brake_checked_roots.clear();
