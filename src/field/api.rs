@@ -1,6 +1,6 @@
 //! The SQL functions of field TTLs (sql/api.sql wraps them): `ttl_field_create`,
-//! `ttl_field_alter`, `ttl_field_drop`. For the table's owner; the catalog is written as the
-//! catalog's owner.
+//! `ttl_field_alter`, `ttl_field_drop`, `ttl_field_expire_now`. For the table's owner; the
+//! catalog is written as the catalog's owner.
 
 use super::{index_expressions, index_on, MAX_FIELDS};
 use crate::build::{build_index, choose_index_name, matching_index};
