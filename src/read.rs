@@ -26,3 +26,15 @@ pub fn one_checked<T: FromDatum + IntoDatum>(
         }
     })
 }
+
+/// Runs `f` under a snapshot taken now (the active one: the read-only statements of this module
+/// and of a transaction without an ID run under it; the others take a newer one), popped again
+/// after. Under REPEATABLE READ too: a check that must see what committed after the
+/// transaction's snapshot (once a lock says nothing else is under way) reads under it.
+pub fn under_fresh_snapshot<R>(f: impl FnOnce() -> R) -> R {
+    // (an error aborts the transaction, which drops the snapshots it pushed)
+    unsafe { pgrx::pg_sys::PushActiveSnapshot(pgrx::pg_sys::GetLatestSnapshot()) };
+    let result = f();
+    unsafe { pgrx::pg_sys::PopActiveSnapshot() };
+    result
+}

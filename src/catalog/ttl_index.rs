@@ -105,6 +105,9 @@ pub struct FieldTtl {
     /// The keys, inside the column of `resolved`, of the subtree removed (`#-`): the date
     /// itself or an object that holds it.
     pub remove: Vec<String>,
+    /// Its table's lock was not free when the worker read the catalog: its index is unread,
+    /// and it waits for the next pass (see [`crate::field::load_for_worker`]).
+    pub busy: bool,
 }
 
 /// What the worker does with an expired partition (see [`crate::partitions`]).

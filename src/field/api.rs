@@ -262,19 +262,16 @@ fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i
     if targets.is_empty() {
         no_field(&table, path);
     }
+    let mut targets = targets;
+    let ttl_targets = crate::catalog::load(&ext, None, crate::catalog::Scope::Targets);
+    super::guard_targets(&mut targets, &ttl_targets);
     crate::expire_now::expire_targets(&ext, &targets, max_rows)
 }
 
-/// The field TTL of `table` that `path` names, as its column and keys: `path` resolved in the
-/// table as it is now, or, when that fails (its column was dropped or retyped since), the
-/// field TTL created with that very `path` text, so it can still be dropped.
+/// The field TTL of `table` that `path` names, as its column and keys: the one created with
+/// that very `path` text first (its column may be gone, or another jsonb column now take an
+/// unqualified path), else `path` resolved in the table as it is now.
 fn field_key(table: &Table, path: &str) -> Resolved {
-    let resolved = jsonb_ttl_core::path::resolve(path, &crate::catalog::table_columns(table.oid))
-        .ok()
-        .filter(|r| r.kind == ColumnKind::Jsonb && !r.json_path.is_empty());
-    if let Some(resolved) = resolved {
-        return resolved;
-    }
     let stored = Spi::get_two_with_args::<String, Vec<String>>(
         &format!(
             "SELECT column_name::pg_catalog.text, json_path FROM {INTERNAL}.ttl_field \
@@ -357,28 +354,28 @@ fn remove_path(table: &Table, date: &Resolved, remove: Option<&str>) -> Vec<Stri
     removed.json_path
 }
 
-/// Refuses a field TTL whose removal would take away the point in time (or the per-row TTL)
-/// of the table's TTL index, or whose date is that point in time: rows would never expire.
+/// Refuses a field TTL whose removal would take away the point in time (or the per-row TTL
+/// field) of a TTL index of the rows of `table` (its own, its ancestors', its partitions'), or
+/// whose date is that point in time: rows would fall back to expire_after, or never expire.
+/// The changes of the tree's dates are serialized first, and the TTL indexes read after, under
+/// a snapshot taken then (see [`super::refuse_removing`], the other side).
 fn guard_row_ttl(ext: &Extension, table: &Table, column: &str, removed: &[String]) {
-    // a ttl_index_create or ttl_index_alter of its path under way commits before this reads it
     super::serialize_dates(table.oid);
-    let Some(ttl) = existing(ext, table) else {
-        return;
-    };
-    let paths = std::iter::once(&ttl.resolved).chain(ttl.row_ttl.as_ref().map(|r| &r.resolved));
-    for theirs in paths {
-        if theirs.column == column && theirs.json_path.starts_with(removed) {
-            raise(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!(
-                    "removing {} would remove the point in time of the TTL index of {}",
-                    quote_literal(removed.join(".")),
-                    table.name
-                ),
-                "A field TTL may not remove the date its table's rows expire by: choose a field \
-                 beside it.",
-            );
-        }
+    let (dates, _) = super::dates_and_removals(ext, &super::related(table.oid));
+    if dates
+        .iter()
+        .any(|date| super::removes_date(column, removed, date))
+    {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "removing {} would remove the point in time of the TTL index of {}",
+                quote_literal(removed.join(".")),
+                table.name
+            ),
+            "A field TTL may not remove the date its table's rows expire by: choose a field \
+             beside it.",
+        );
     }
 }
 

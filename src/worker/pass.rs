@@ -150,6 +150,8 @@ impl Worker {
             }
             // outside its delete window: ttl_stats shows it as skipped
             _ if !index.in_window => Limit::None,
+            // a field TTL whose table was locked as the catalog was read: the next pass
+            _ if index.field.as_ref().is_some_and(|field| field.busy) => Limit::None,
             // it held a worker past its deadline: ttl_stats shows until when
             _ if set_aside => Limit::None,
             _ if !index.index_ready => report(
@@ -206,8 +208,9 @@ impl Worker {
 fn missing_index(index: &TtlIndex) -> String {
     if index.field.is_some() {
         return format!(
-            "the index of this field TTL ({}) is missing or not valid, or its column is no longer \
-             jsonb: no field is removed until it is built (ttl_field_drop, then ttl_field_create)",
+            "the index of this field TTL ({}) is missing or not valid, its column is no longer \
+             jsonb, or it would remove the date a TTL index of this table expires rows by: no \
+             field is removed until that is mended (ttl_field_drop, then ttl_field_create)",
             index.index_name
         );
     }

@@ -114,16 +114,7 @@ fn choose(ext: &Extension, kept: &mut Option<Kept>, changed: bool) -> Vec<TtlInd
     indexes
 }
 
-/// Runs `f` under a snapshot taken now (the active one: the read-only statements of
-/// [`crate::read`] and of a transaction without an ID run under it; the others take a newer
-/// one), popped again after.
-fn under_fresh_snapshot<R>(f: impl FnOnce() -> R) -> R {
-    // (an error aborts the transaction, which drops the snapshots it pushed)
-    unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot()) };
-    let result = f();
-    unsafe { pg_sys::PopActiveSnapshot() };
-    result
-}
+use crate::read::under_fresh_snapshot;
 
 /// Reads the catalog (see [`read`]); `shard_indexes`, the indexes found on Citus shards when
 /// no relation changed since.
@@ -152,6 +143,8 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
             // a table's lock was not free: its field TTLs wait, and the next pass reads again
             CHANGED.store(true, Ordering::SeqCst);
         }
+        let mut fields = fields;
+        crate::field::guard_targets(&mut fields, &indexes);
         indexes.extend(fields);
         (digest(&tables), indexes)
     });

@@ -152,6 +152,19 @@ SELECT id, doc ? 'resetToken' AS has_token FROM accounts WHERE id IN (30, 31) OR
 SELECT ttl_field_expire_now('accounts', 'nothing.here');
 SELECT ttl_field_expire_now('accounts', 'resetToken.createdAt', -1);
 
+-- a table attached as a partition since brings a field TTL and a TTL index together: the field
+-- TTL that would remove the per-row TTL field rows expire by is left alone (nothing removed)
+CREATE TABLE stays (id int, created date, doc jsonb) PARTITION BY RANGE (created);
+SELECT index_name FROM ttl_index_create('stays', 'doc.checkIn', interval '30 days', row_ttl_path => 'doc.meta.keepFor');
+CREATE TABLE stays_2026 (id int, created date, doc jsonb);
+SELECT ttl_field_create('stays_2026', 'doc.meta.at', interval '1 minute', remove => 'doc.meta');
+INSERT INTO stays_2026 VALUES (1, '2026-06-01', '{"checkIn": "2026-06-01", "meta": {"at": "2020-01-01T00:00:00Z", "keepFor": 99999999}}');
+ALTER TABLE stays ATTACH PARTITION stays_2026 FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+SELECT ttl_field_create('stays', 'doc.meta.at', interval '1 minute', remove => 'doc.meta');  -- refused on the tree
+SELECT ttl_field_expire_now('stays_2026', 'doc.meta.at') AS changed;
+SELECT doc ? 'meta' AS keeps_its_ttl FROM stays;
+DROP TABLE stays;
+
 -- ttl_stats has a row for each field TTL and table (only the background worker counts)
 SELECT table_name, part FROM ttl_stats WHERE part LIKE 'field %' ORDER BY table_name::text, part;
 
