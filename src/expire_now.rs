@@ -176,6 +176,17 @@ pub(crate) fn expire_targets(
         if removed >= max_rows {
             break;
         }
+        if !index.index_ready && !index.foreign && index.field.is_some() {
+            notice!(
+                "jsonb_ttl: the field TTL on {} of {} is not ready (its index {} is missing or \
+                 not valid, its column is no longer jsonb, or it would remove the date a TTL \
+                 index of the table expires rows by): nothing removed there",
+                index.path,
+                index.display_name,
+                index.index_name
+            );
+            continue;
+        }
         if !index.index_ready && !index.foreign {
             // not built yet (build => false) or not valid: deleting would scan the whole table
             notice!(
