@@ -141,11 +141,8 @@ pub(crate) fn related(table: Oid) -> Vec<Oid> {
 /// The dates the TTL indexes of `tables` read (each one's point in time, and its per-row TTL
 /// field), and what the field TTLs of `tables` remove, as (column, keys), read under a snapshot
 /// taken now (after [`serialize_dates`]: under REPEATABLE READ too).
-pub(crate) fn dates_and_removals(
-    ext: &Extension,
-    tables: &[Oid],
-) -> (Vec<(String, Vec<String>)>, Vec<(String, Vec<String>)>) {
-    let read = |sql: String| -> Vec<(String, Vec<String>)> {
+pub(crate) fn dates_and_removals(ext: &Extension, tables: &[Oid]) -> (Vec<Keys>, Vec<Keys>) {
+    let read = |sql: String| -> Vec<Keys> {
         Spi::connect(|client| {
             client
                 .select(&sql, None, &[tables.to_vec().into()])
@@ -182,8 +179,11 @@ pub(crate) fn dates_and_removals(
     })
 }
 
+/// A place in a table's documents: a column, and keys inside it.
+pub type Keys = (String, Vec<String>);
+
 /// Whether removing `keys` of `column` removes the date at `date` (its column and keys).
-pub fn removes_date(column: &str, keys: &[String], date: &(String, Vec<String>)) -> bool {
+pub fn removes_date(column: &str, keys: &[String], date: &Keys) -> bool {
     date.0 == column && !keys.is_empty() && date.1.starts_with(keys)
 }
 
