@@ -11,7 +11,8 @@
 //! Its index is found by what it is (its expression and predicate on each table the batches
 //! change), never by name alone ([`index_on`]).
 //!
-//! [`api`] has the SQL functions (`ttl_field_create`, `ttl_field_alter`, `ttl_field_drop`).
+//! [`api`] has the SQL functions (`ttl_field_create`, `ttl_field_alter`, `ttl_field_drop`,
+//! `ttl_field_expire_now`).
 
 pub mod api;
 
