@@ -101,6 +101,14 @@ RESET ROLE;
 DROP ROLE field_stranger;
 \set VERBOSITY default
 
+-- on a big table, build the index first without blocking writes: ttl_field_create adopts it
+CREATE TABLE big (id int, doc jsonb);
+CREATE INDEX CONCURRENTLY big_token_at ON big ((ttl_timestamp(doc -> 'token' -> 'at')))
+  WHERE ttl_timestamp(doc -> 'token' -> 'at') IS NOT NULL;
+SELECT ttl_field_create('big', 'token.at', interval '1 hour');
+SELECT index_name FROM ttl_indexes WHERE table_name = 'big'::regclass;
+DROP TABLE big;
+
 -- a hostile owner's search_path reaches no name of the field TTL's statement: its #- operator
 -- and its ttl_timestamp are pg_catalog's and the extension's (the batch runs as the owner,
 -- with the owner's settings, as the worker runs it)
