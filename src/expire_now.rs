@@ -13,11 +13,9 @@ use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
 use pgrx::PgSqlErrorCode;
 
-/// Removes the expired rows of the TTL index of `tbl` (of every table whose owner's
-/// privileges the caller has, when no table is named: `'-'::regclass`, the SQL function's
-/// default), at most `max_rows`; the rows removed. A NULL table is an error: a mistyped name
-/// through `to_regclass` must not purge every table.
-pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
+/// `max_rows` as given to `ttl_expire_now` or `ttl_field_expire_now`: NULL for no limit, never
+/// negative.
+pub(crate) fn max_rows_arg(max_rows: Option<i64>) -> i64 {
     let max_rows = max_rows.unwrap_or(i64::MAX);
     if max_rows < 0 {
         raise(
@@ -26,6 +24,15 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
             "Pass NULL for no limit.",
         );
     }
+    max_rows
+}
+
+/// Removes the expired rows of the TTL index of `tbl` (of every table whose owner's
+/// privileges the caller has, when no table is named: `'-'::regclass`, the SQL function's
+/// default), at most `max_rows`; the rows removed. A NULL table is an error: a mistyped name
+/// through `to_regclass` must not purge every table.
+pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
+    let max_rows = max_rows_arg(max_rows);
     let ext = Extension::current();
     let tbl = match tbl {
         Some(oid) if oid == pg_sys::InvalidOid => None,

@@ -241,14 +241,7 @@ fn ttl_field_drop(tbl: Option<Oid>, path: Option<&str>) -> bool {
 )]
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i64>) -> i64 {
-    let max_rows = max_rows.unwrap_or(i64::MAX);
-    if max_rows < 0 {
-        raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("max_rows must not be negative, not {max_rows}"),
-            "Pass NULL for no limit.",
-        );
-    }
+    let max_rows = crate::expire_now::max_rows_arg(max_rows);
     let ext = Extension::current();
     let table = owned_table(tbl);
     let path = required(path, "path");
