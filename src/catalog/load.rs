@@ -213,8 +213,12 @@ pub(super) fn sql(ext: &Extension, scope: Scope, citus: bool) -> String {
     )
 }
 
-/// One row of [`sql`] as a TTL index (its `part` [`Part::Whole`]).
-fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
+/// The first fourteen columns of a target's row, which the TTL catalog's load query and the
+/// field TTLs' ([`crate::field`]) both start with (the target table, its quoted and displayed
+/// names, owner, the path's column, its type and keys, the path as given, expire_after, the
+/// numeric unit, the index name, the table the entry was created on, the column's number and
+/// the target's relkind), as a target with no option set.
+pub(crate) fn target_of_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
     let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
     let oid = |i| row.get::<Oid>(i).ok().flatten().unwrap_or_default();
     TtlIndex {
@@ -238,6 +242,39 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         root: oid(12),
         attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
         foreign: text(14) == "f",
+        time_zone: None,
+        index_ready: false,
+        paused: false,
+        brake_released: false,
+        brake_available: false,
+        filter_sql: None,
+        touch: false,
+        hide_expired: false,
+        hide_enabled_row_security: false,
+        row_ttl: None,
+        part: Part::Whole,
+        drop_partitions: None,
+        shard: None,
+        in_window: true,
+        batch_size: None,
+        max_removes_per_second: None,
+        replication_origin: false,
+        logical_message: false,
+        index_oid: None,
+        window_start: None,
+        window_end: None,
+        version: String::new(),
+        archive_to: None,
+        archive: None,
+        field: None,
+    }
+}
+
+/// One row of [`sql`] as a TTL index (its `part` [`Part::Whole`]).
+fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
+    let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
+    let oid = |i| row.get::<Oid>(i).ok().flatten().unwrap_or_default();
+    TtlIndex {
         time_zone: row.get::<String>(15).ok().flatten(),
         index_ready: row.get::<bool>(16).ok().flatten().unwrap_or(false),
         paused: row.get::<bool>(17).ok().flatten().unwrap_or(false),
@@ -279,8 +316,7 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         window_end: row.get::<String>(40).ok().flatten(),
         version: text(41),
         archive_to: row.get::<Oid>(42).ok().flatten(),
-        archive: None,
-        field: None,
+        ..target_of_row(row)
     }
 }
 

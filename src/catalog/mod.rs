@@ -3,7 +3,7 @@
 //! lookups of the system catalogs they need. Every name that reaches SQL text is quoted here.
 
 mod load;
-pub(crate) use load::targets_sql;
+pub(crate) use load::{target_of_row, targets_sql};
 mod ttl_index;
 pub use ttl_index::{FieldTtl, Part, PartitionMode, RowTtl, TtlIndex};
 

@@ -21,7 +21,6 @@ use crate::extension::{Extension, INTERNAL_SCHEMA as INTERNAL};
 use crate::reference;
 use jsonb_ttl_core::parse::NumericUnit;
 use jsonb_ttl_core::path::{ColumnKind, Resolved};
-use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
@@ -351,57 +350,14 @@ fn load_with(ext: &Extension, table: Option<Oid>, wait: bool) -> (Vec<TtlIndex>,
     (targets, all_read)
 }
 
-/// One row of [`load`]'s query as a target.
+/// One row of [`load`]'s query as a target: the columns every target's row starts with
+/// ([`catalog::target_of_row`]), and the field TTL's own. Not for fields: the safety brake
+/// (it guards rows, docs/field_ttl.md), the TTL index's options and controls.
 fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
-    let text = |i| row.get::<String>(i).ok().flatten().unwrap_or_default();
-    let oid = |i| row.get::<Oid>(i).ok().flatten().unwrap_or_default();
     let id = row.get::<i16>(15).ok().flatten().unwrap_or(0);
     TtlIndex {
-        table: oid(1),
-        qualified_table: text(2),
-        display_name: text(3),
-        owner: oid(4),
-        resolved: Resolved {
-            column: text(5),
-            kind: catalog::kind_of_type(oid(6)),
-            json_path: row.get::<Vec<String>>(7).ok().flatten().unwrap_or_default(),
-        },
-        path: text(8),
-        expire_after: row
-            .get::<Interval>(9)
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| Interval::from_micros(0)),
-        unit: NumericUnit::from_name(&text(10)).unwrap_or(NumericUnit::Seconds),
-        index_name: text(11),
-        root: oid(12),
-        attnum: row.get::<i16>(13).ok().flatten().unwrap_or(0),
-        foreign: text(14) == "f",
-        time_zone: None,
-        index_ready: false,
-        paused: false,
-        brake_released: false,
-        // the safety brake guards rows (docs/field_ttl.md): a field TTL removes a subtree
-        brake_available: false,
-        filter_sql: None,
-        touch: false,
-        hide_expired: false,
-        hide_enabled_row_security: false,
-        row_ttl: None,
         part: Part::Field(id),
-        drop_partitions: None,
-        shard: None,
-        in_window: true,
-        batch_size: None,
-        max_removes_per_second: None,
-        replication_origin: false,
-        logical_message: false,
-        index_oid: None,
-        window_start: None,
-        window_end: None,
-        version: text(17),
-        archive_to: None,
-        archive: None,
+        version: row.get::<String>(17).ok().flatten().unwrap_or_default(),
         field: Some(FieldTtl {
             id,
             remove: row
@@ -411,6 +367,7 @@ fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
                 .unwrap_or_default(),
             busy: false,
         }),
+        ..catalog::target_of_row(row)
     }
 }
 
