@@ -249,6 +249,20 @@ pub fn guard_targets(fields: &mut [TtlIndex], ttl_targets: &[TtlIndex]) {
     }
 }
 
+/// Whether the field TTL target `field` would remove the point in time or the per-row TTL field
+/// of a TTL index of its table (its own, an ancestor's, a partition's), read now: checked by
+/// each of its batches once the table is locked ([`crate::worker`]'s frame), since a partition
+/// attached after the targets were read brings them together.
+pub fn removes_a_ttl_date(ext: &Extension, field: &TtlIndex) -> bool {
+    let Some(removed) = field.field.as_ref() else {
+        return false;
+    };
+    let (dates, _) = dates_and_removals(ext, &related(field.table));
+    dates
+        .iter()
+        .any(|date| removes_date(&field.resolved.column, &removed.remove, date))
+}
+
 /// The version of a field TTL's catalog row (`xmin:ctid`), as [`catalog::VERSION_SQL`].
 const VERSION_SQL: &str = "f.xmin::pg_catalog.text OPERATOR(pg_catalog.||) ':' \
      OPERATOR(pg_catalog.||) f.ctid::pg_catalog.text";

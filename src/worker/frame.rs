@@ -30,11 +30,15 @@ pub(super) struct Frame {
     /// of it under way) since the targets were loaded: the visit ends, and the next pass goes
     /// on under the new definition, the safety brake first.
     pub(super) changed: bool,
+    /// The extension of this pass's database (for the check of a field TTL's batch against
+    /// the TTL indexes of its table, see [`crate::field::removes_a_ttl_date`]).
+    ext: Option<Extension>,
 }
 
 impl Frame {
     /// Ready for a pass in the database whose extension lives in `ext`.
     pub(super) fn begin_pass(&mut self, ext: &Extension) {
+        self.ext = Some(ext.clone());
         self.role_settings.clear();
         self.row_locked.clear();
         self.lookup_sql = [
@@ -76,6 +80,15 @@ impl Frame {
                 pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
             };
             let expire_after = self.definition(index, lock)?;
+            // A field TTL's batch, once its table is locked (an ATTACH PARTITION waits for it,
+            // or committed before): not if it would remove the date a TTL index of the table
+            // expires rows by (a partition attached since the targets were read)
+            if let (Some(_), Some(ext)) = (&index.field, &self.ext) {
+                if crate::field::removes_a_ttl_date(ext, index) {
+                    self.changed = true;
+                    return None;
+                }
+            }
             // A partition dropped or detached since the pass began: nothing to purge.
             let current = catalog::with_current_names(index)?;
             if let Some(shard) = index.shard {

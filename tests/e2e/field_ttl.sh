@@ -72,8 +72,9 @@ CREATE TABLE stays (id int, created date, doc jsonb) PARTITION BY RANGE (created
 SELECT FROM ttl_index_create('stays', 'doc.checkIn', interval '30 days', row_ttl_path => 'doc.meta.keepFor');
 CREATE TABLE stays_2026 (id int, created date, doc jsonb);
 SELECT ttl_field_create('stays_2026', 'doc.meta.at', interval '1 minute', remove => 'doc.meta');
-INSERT INTO stays_2026 VALUES (1, '2026-06-01', '{"checkIn": "2026-06-01", "meta": {"at": "2020-01-01T00:00:00Z", "keepFor": 99999999}}');
 ALTER TABLE stays ATTACH PARTITION stays_2026 FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+-- (after the ATTACH: before it, the field TTL of the table on its own could rightly remove meta)
+INSERT INTO stays VALUES (1, '2026-06-01', '{"checkIn": "2026-06-01", "meta": {"at": "2020-01-01T00:00:00Z", "keepFor": 99999999}}');
 SQL
 eventually_eq "a field TTL that would remove a TTL index's per-row TTL field is left alone; ttl_stats says why" 10 \
   "true|true" fields "SELECT (SELECT doc ? 'meta' FROM stays)::text || '|' || coalesce((SELECT last_error LIKE '%would remove the date a TTL index%' FROM ttl_stats WHERE table_name = 'stays_2026'::regclass AND part = 'field doc.meta.at'), false)::text"
