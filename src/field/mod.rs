@@ -253,10 +253,17 @@ pub fn guard_targets(fields: &mut [TtlIndex], ttl_targets: &[TtlIndex]) {
 /// of a TTL index of its table (its own, an ancestor's, a partition's), read now: checked by
 /// each of its batches once the table is locked ([`crate::worker`]'s frame), since a partition
 /// attached after the targets were read brings them together.
+///
+/// Only a partition can be brought together so (a TTL index of the field TTL's own table is
+/// refused either way at creation, serialized): the common case, a table that is no partition,
+/// is told from the relation cache, without a query.
 pub fn removes_a_ttl_date(ext: &Extension, field: &TtlIndex) -> bool {
     let Some(removed) = field.field.as_ref() else {
         return false;
     };
+    if !unsafe { pg_sys::get_rel_relispartition(field.table) } {
+        return false;
+    }
     let (dates, _) = dates_and_removals(ext, &related(field.table));
     dates
         .iter()
