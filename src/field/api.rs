@@ -10,6 +10,7 @@ use crate::functions::numeric_unit_arg;
 use crate::owner;
 use crate::spec::{check_expire_after, resolve_path};
 use crate::table::{existing, owned_table, required, Table};
+use jsonb_ttl_core::parse::NumericUnit;
 use jsonb_ttl_core::path::{ColumnKind, Resolved};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::Oid;
@@ -71,19 +72,51 @@ fn ttl_field_create(
             "ttl_field_alter() changes its expire_after; drop it with ttl_field_drop() to change the rest.",
         );
     }
+    let index_name = build_or_adopt(&ext, &table, &date, unit);
+    record(
+        &ext,
+        &table,
+        path,
+        &date,
+        &removed,
+        expire_after,
+        unit,
+        index_name,
+    );
+    true
+}
+
+/// The index of a new field TTL on `date`: a valid one that is exactly it, adopted, or one
+/// built now (`CREATE INDEX`, as the caller, who owns the table); its name.
+fn build_or_adopt(ext: &Extension, table: &Table, date: &Resolved, unit: NumericUnit) -> String {
     let (expression, predicate) =
-        index_expressions(&ext, &date, unit).unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
-    let index_name = match matching_index(table.oid, &expression, &predicate, None) {
+        index_expressions(ext, date, unit).unwrap_or_else(|e| error!("jsonb_ttl: {e}"));
+    match matching_index(table.oid, &expression, &predicate, None) {
         Some((_, adopted)) => {
             notice!("jsonb_ttl: index {adopted} is the index of this field TTL: adopted, not built again");
             adopted
         }
         None => {
-            let name = choose_index_name(&table, "_ttl_field_idx", &[]);
-            build_index(&table, &name, &expression, &predicate);
+            let name = choose_index_name(table, "_ttl_field_idx", &[]);
+            build_index(table, &name, &expression, &predicate);
             name
         }
-    };
+    }
+}
+
+/// Inserts the catalog row of a new field TTL, as the catalog's owner, under the next free
+/// number (the one after the highest, so a number dropped last is reused last).
+#[allow(clippy::too_many_arguments)]
+fn record(
+    ext: &Extension,
+    table: &Table,
+    path: &str,
+    date: &Resolved,
+    removed: &[String],
+    expire_after: Interval,
+    unit: NumericUnit,
+    index_name: String,
+) {
     let remove_text = removed.join(".");
     owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
@@ -106,7 +139,7 @@ fn ttl_field_create(
                 date.column.clone().into(),
                 date.json_path.clone().into(),
                 remove_text.into(),
-                removed.clone().into(),
+                removed.to_vec().into(),
                 expire_after.into(),
                 unit.name().into(),
                 index_name.into(),
@@ -121,7 +154,6 @@ fn ttl_field_create(
         ),
         false => error!("jsonb_ttl: cannot record the field TTL: {e}"),
     });
-    true
 }
 
 /// `ttl_field_alter(tbl, path, expire_after)`: a new `expire_after` for the field TTL on
