@@ -9,9 +9,12 @@
 //! every row the probe could find has an entry keyed on its reference time. An entry (alive
 //! or dead: the heap is not read) sends the table to the SQL probe, as before.
 //!
-//! The same scan counts entries for the safety brake ([`entries_before`]) and finds where a
-//! batch by key range ends ([`range_end`], docs/worker.md, RANGE), reading the stored keys.
+//! The same btree gives the safety brake its count of entries ([`entries_before`]: read leaf
+//! page by leaf page, [`leaf_pages`], where the pages can be read so, else by the scan) and
+//! tells where a batch by key range ends ([`range_end`], docs/worker.md, RANGE), reading the
+//! stored keys.
 
+use crate::leaf_pages;
 pub use jsonb_ttl_core::marks::Marks;
 use pgrx::datum::{Interval, IntoDatum};
 use pgrx::pg_sys::{self, Oid};
@@ -130,7 +133,7 @@ pub fn range_end(
 
 /// Runs `f` on `table` and its index `index` when the index can be read here (see
 /// [`readable`]), both locked as [`has_entry_before`] says; `None` otherwise.
-fn with_index<R>(
+pub(crate) fn with_index<R>(
     table: Oid,
     index: Oid,
     f: impl FnOnce(pg_sys::Relation, pg_sys::Relation) -> R,
@@ -242,8 +245,28 @@ unsafe fn next_entry(scan: pg_sys::IndexScanDesc, seen: i64) -> bool {
 }
 
 /// How many entries a forward scan of `index` for keys `< cutoff` returns, up to `most`,
-/// recording `marks` along the way if asked.
+/// recording `marks` along the way if asked: counted page by page ([`leaf_pages`]) where the
+/// pages can be read so, else entry by entry.
 unsafe fn count_before(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    cutoff: i64,
+    most: i64,
+    mut marks: Option<&mut Marks>,
+) -> i64 {
+    // page by page first; if the pages are not read there, entry by entry from the start
+    let fresh = marks.as_deref().cloned();
+    if let Some(entries) = leaf_pages::count_before(index, cutoff, most, marks.as_deref_mut()) {
+        return entries;
+    }
+    if let (Some(marks), Some(fresh)) = (marks.as_deref_mut(), fresh) {
+        *marks = fresh;
+    }
+    count_by_scan(heap, index, cutoff, most, marks)
+}
+
+/// [`count_before`] through an index scan, entry by entry.
+pub(crate) unsafe fn count_by_scan(
     heap: pg_sys::Relation,
     index: pg_sys::Relation,
     cutoff: i64,

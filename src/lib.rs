@@ -50,6 +50,7 @@ pub mod hooks;
 pub mod jsonb_scalar;
 pub mod launcher;
 pub mod leaf_check;
+pub mod leaf_pages;
 pub mod origin;
 pub mod owner;
 pub mod partitions;

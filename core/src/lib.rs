@@ -4,6 +4,7 @@
 //!
 //! - [`parse`]: the date-or-number grammar of a TTL reference time.
 //! - [`path`]: resolving a TTL index's path to a column and JSON keys.
+//! - [`btree_page`]: a page of a TTL index's btree read from its bytes, for counting by page.
 //! - [`batch_size`]: how many rows the worker's next batch asks for.
 //! - [`marks`]: keys a walk of a TTL index leaves for the batches by key range after it.
 //! - [`purge`]: batch after batch, whether the purge of one table goes on, and how.
@@ -13,6 +14,7 @@
 
 pub mod advice;
 pub mod batch_size;
+pub mod btree_page;
 pub mod marks;
 pub mod parse;
 pub mod path;
