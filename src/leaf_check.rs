@@ -512,8 +512,9 @@ mod tests {
         assert_eq!(end, Some(RangeEnd::Key(key(595))));
     }
 
-    /// A cancel that comes during a long walk (checked every 4,096 entries) ends it as an
-    /// error, as anywhere else: a brake's count of a huge backlog can be cut short.
+    /// A cancel that comes during a long walk (checked on every leaf page, and every 4,096
+    /// entries of a scan) ends it as an error, as anywhere else: a brake's count of a huge
+    /// backlog can be cut short.
     #[pg_test(error = "canceling statement due to user request")]
     fn walk_cancelled() {
         let (table, index) = seconds_table("long_walk", "generate_series(1, 5000) s", "");
