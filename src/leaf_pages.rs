@@ -1,5 +1,5 @@
 //! The safety brake's count of a TTL index's entries before a cutoff, read leaf page by leaf
-//! page (docs/worker.md, MARKS): from the head of the btree (a descent by the leftmost
+//! page (docs/worker.md, PAGE COUNT): from the head of the btree (a descent by the leftmost
 //! downlinks from the metapage's fast root) rightwards along the leaves, each page under a
 //! share lock while its items are read, the next page after it is released, as nbtree's own
 //! forward scan goes (`_bt_get_endpoint`, `_bt_readnextpage`). What an index scan returns one
