@@ -333,20 +333,20 @@ unsafe fn stored_key(scan: pg_sys::IndexScanDesc) -> Option<i64> {
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
-mod tests {
+pub(crate) mod tests {
     use super::{entries_before, range_end, Marks, RangeEnd};
     use pgrx::pg_sys::{self, Oid};
     use pgrx::prelude::*;
 
     /// A key `seconds` after 2000-01-01 00:00 UTC, as the index stores it.
-    fn key(seconds: i64) -> i64 {
+    pub(crate) fn key(seconds: i64) -> i64 {
         seconds * 1_000_000
     }
 
     /// A table `name (t timestamptz)` with a row keyed each of `seconds` after 2000 (a FROM
     /// item of a column `s`), and its index `name_t` on `t` (with `index_options`): the
     /// table's and the index's OIDs.
-    fn seconds_table(name: &str, seconds: &str, index_options: &str) -> (Oid, Oid) {
+    pub(crate) fn seconds_table(name: &str, seconds: &str, index_options: &str) -> (Oid, Oid) {
         Spi::run(&format!(
             "CREATE TABLE {name} (t timestamptz);
              INSERT INTO {name} SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'

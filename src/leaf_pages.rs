@@ -4,11 +4,14 @@
 //! share lock while its items are read, the next page after it is released, as nbtree's own
 //! forward scan goes (`_bt_get_endpoint`, `_bt_readnextpage`). What an index scan returns one
 //! entry at a time (`index_getnext_tid`: its scan keys tested on each, tens of nanoseconds an
-//! entry) is read here as the page's line pointers and keys, a posting list counted at once:
-//! the count and the marks are the scan's, entries of dead rows included, those marked
-//! `LP_DEAD` stepped over as the scan steps over them. The page layout is read by
+//! entry) is read here as the page's line pointers and keys, a posting list's TIDs counted
+//! without a test each: the count and the marks are the scan's, entries of dead rows included,
+//! those marked `LP_DEAD` stepped over as the scan steps over them. The page layout is read by
 //! [`jsonb_ttl_core::btree_page`]; whatever it does not recognise gives `None`, and the
-//! caller counts through the index scan ([`crate::leaf_check`]), as before.
+//! caller counts through the index scan ([`crate::leaf_check`]), as before: so does a descent
+//! that does not go level by level to a leftmost leaf (a page misread, or the tree changing
+//! under it in a way the scan would wait out). A deleted page is not recycled while the walk
+//! may still reach it: the walk runs under an active snapshot (checked), whose xmin holds it.
 
 use jsonb_ttl_core::btree_page::{LeafItem, Page, PAGE_SIZE};
 use jsonb_ttl_core::marks::Marks;
@@ -23,30 +26,39 @@ const META_BLOCK: u32 = 0;
 /// (then `marks` may hold part of a walk: the caller starts them again).
 ///
 /// # Safety
-/// `index` is an open relation the caller has locked.
+/// `index` is an open relation the caller has locked, and a snapshot is active.
 pub unsafe fn count_before(
     index: pg_sys::Relation,
     cutoff: i64,
     most: i64,
     mut marks: Option<&mut Marks>,
 ) -> Option<i64> {
-    if pg_sys::BLCKSZ as usize != PAGE_SIZE {
+    let one_column = !(*index).rd_index.is_null() && (*(*index).rd_index).indnatts == 1;
+    if pg_sys::BLCKSZ as usize != PAGE_SIZE || !one_column || !pg_sys::ActiveSnapshotSet() {
         return None;
     }
     let mut known = blocks(index);
     let mut block = leftmost_leaf(index, &mut known)?;
     let mut entries = 0;
+    let mut steps: u32 = 0;
     while block != 0 {
+        steps += 1;
+        if steps > known {
+            known = blocks(index); // (the index grew meanwhile; more than that: a cycle)
+            if steps > known {
+                return None;
+            }
+        }
         let next = with_page(index, &mut known, block, |page| {
             let opaque = page.opaque()?;
             if opaque.ignored() {
                 return Some(Some(opaque.next)); // (deleted or half-dead: to its right sibling)
             }
             for item in page.leaf_items()? {
-                let (key, tids) = match item? {
-                    LeafItem::Entries { key, tids } if key < cutoff => (key, tids),
-                    _ => return Some(None), // the cutoff reached (a null is after every key)
-                };
+                let LeafItem { key, tids } = item?;
+                if key >= cutoff {
+                    return Some(None);
+                }
                 for _ in 0..tids {
                     if entries >= most {
                         return Some(None);
@@ -67,30 +79,47 @@ pub unsafe fn count_before(
 
 /// The block of the btree's leftmost leaf page (0, `P_NONE`: the index is empty): from the
 /// fast root, each internal page's first downlink, to the right of a page a vacuum has
-/// deleted or is deleting. `known`: the index's blocks as last read.
+/// deleted or is deleting; each page at the level the descent expects, and the leaf the
+/// leftmost of its level (no left sibling), or `None`. `known`: the index's blocks as last read.
 unsafe fn leftmost_leaf(index: pg_sys::Relation, known: &mut u32) -> Option<u32> {
-    let mut block = with_page(index, known, META_BLOCK, |page| page.meta())??.fast_root;
+    let meta = with_page(index, known, META_BLOCK, |page| page.meta())??;
+    let (mut block, mut level) = (meta.fast_root, meta.fast_level);
     // (bounded, as a descent by right-links and downlinks reaches a leaf within the index's
     // pages: more steps than that is a page this module misreads)
     for _ in 0..=*known {
         if block == 0 {
             return Some(0);
         }
-        let (leaf, next) = with_page(index, known, block, |page| {
+        let step = with_page(index, known, block, |page| {
             let opaque = page.opaque()?;
-            Some(match (opaque.ignored(), opaque.is_leaf()) {
-                (true, _) => (false, opaque.next),
-                (false, true) => (true, block),
-                (false, false) => (false, page.first_child()?),
+            if opaque.ignored() {
+                return Some(Step::Right(opaque.next)); // (its level is not kept: not checked)
+            }
+            (opaque.level == level).then_some(())?;
+            Some(match opaque.is_leaf() {
+                true if level == 0 && opaque.prev == 0 => Step::Leaf,
+                true => return None,
+                false => Step::Down(page.first_child()?),
             })
         })??;
-        match (leaf, next) {
-            (true, _) => return Some(block),
-            (false, 0) => return None, // (a deleted rightmost page: the scan's error to raise)
-            (false, next) => block = next,
+        match step {
+            Step::Leaf => return Some(block),
+            Step::Right(0) => return None, // (a deleted rightmost page: the scan's error to raise)
+            Step::Right(next) => block = next,
+            Step::Down(child) => (block, level) = (child, level.checked_sub(1)?),
         }
     }
     None
+}
+
+/// Where a descent goes from a page.
+enum Step {
+    /// This page is the leftmost leaf.
+    Leaf,
+    /// To the right sibling of a deleted or half-dead page, at the same level.
+    Right(u32),
+    /// To the leftmost child, a level down.
+    Down(u32),
 }
 
 /// The number of blocks of `index` now.
@@ -124,33 +153,20 @@ unsafe fn with_page<R>(
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
+    use crate::leaf_check::tests::{key, seconds_table};
     use crate::leaf_check::{count_by_scan, with_index};
     use jsonb_ttl_core::marks::Marks;
     use pgrx::pg_sys::Oid;
     use pgrx::prelude::*;
 
-    /// `t` seconds after 2000-01-01 00:00 UTC as the index stores it.
-    fn key(seconds: i64) -> i64 {
-        seconds * 1_000_000
-    }
-
     /// The table `name (t timestamptz)` with a row keyed each of `seconds` after 2000 (a FROM
     /// item of a column `s`), its index on `t`, then `after` run: the table's and index's OIDs.
     fn table(name: &str, seconds: &str, after: &str) -> (Oid, Oid) {
-        Spi::run(&format!(
-            "CREATE TABLE {name} (t timestamptz);
-             INSERT INTO {name} SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s'
-               FROM {seconds};
-             CREATE INDEX {name}_t ON {name} (t);
-             {after}"
-        ))
-        .expect("table made");
-        let oid = |name: &str| {
-            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
-                .expect("query runs")
-                .expect("relation exists")
-        };
-        (oid(name), oid(&format!("{name}_t")))
+        let oids = seconds_table(name, seconds, "");
+        if !after.is_empty() {
+            Spi::run(after).expect("statements run");
+        }
+        oids
     }
 
     /// The count and marks page by page (`None`: not read so) and through the index scan.
@@ -196,6 +212,21 @@ mod tests {
                 assert_eq!(pages, Some(scan), "{what}: cutoff {cutoff}, most {most}");
             }
         }
+        // an index with an INCLUDE column (not a TTL index's shape): counted by the scan only
+        Spi::run(
+            "CREATE TABLE included (t timestamptz, n int);
+             INSERT INTO included SELECT timestamptz '2000-01-01 00:00+00' + s * interval '1 s', s
+               FROM generate_series(1, 1000) s;
+             CREATE INDEX included_t ON included (t) INCLUDE (n);",
+        )
+        .expect("table made");
+        let oid = |name: &str| {
+            Spi::get_one::<Oid>(&format!("SELECT '{name}'::regclass::oid"))
+                .expect("query runs")
+                .expect("relation exists")
+        };
+        let (pages, (scan, _)) = both(oid("included"), oid("included_t"), key(200_000), i64::MAX);
+        assert_eq!((pages.map(|(entries, _)| entries), scan), (None, 1000));
         // the posting lists are there: 40 entries a key take a third of the pages or less
         let deduplicated = Spi::get_one::<bool>(
             "SELECT pg_relation_size('posting_lists_t') * 3 < pg_relation_size('distinct_keys_t')",

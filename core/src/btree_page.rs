@@ -1,10 +1,11 @@
 //! A page of a TTL index's btree read from its bytes, so that the worker counts the entries
 //! before a cutoff leaf page by leaf page (the extension's `leaf_pages`) instead of through an
 //! index scan that returns them one by one. The layout is nbtree's of PostgreSQL 14 to 18
-//! (`src/include/access/nbtree.h`, `itup.h`, `bufpage.h`, `itemid.h`), index version 4 (13 and
-//! later: deduplicated posting lists, heap TIDs in pivots), on a little-endian machine; a page
-//! that does not look like one gives `None`, and the caller counts through an index scan.
-//! Every read is bounds-checked: a page image is only ever read, never trusted.
+//! (`src/include/access/nbtree.h`, `itup.h`, `bufpage.h`, `itemid.h`), index version 4 (built
+//! by 12 or later: heap TIDs in pivots; from 13, deduplicated posting lists), on a
+//! little-endian machine; a page that does not look like one gives `None`, and the caller
+//! counts through an index scan. Every read is bounds-checked: a page image is only ever read,
+//! never trusted.
 
 /// A page's size (PostgreSQL's default `BLCKSZ`; another size gives `None` everywhere).
 pub const PAGE_SIZE: usize = 8192;
@@ -30,9 +31,11 @@ const LP_DEAD: u32 = 3;
 /// `t_info` bits of an index tuple.
 const INDEX_SIZE_MASK: u16 = 0x1FFF;
 const INDEX_ALT_TID_MASK: u16 = 0x2000;
+const INDEX_VAR_MASK: u16 = 0x4000;
 const INDEX_NULL_MASK: u16 = 0x8000;
 /// `ip_posid` bits of a tuple with `INDEX_ALT_TID_MASK`.
 const BT_OFFSET_MASK: u16 = 0x0FFF;
+const BT_PIVOT_HEAP_TID_ATTR: u16 = 0x1000;
 const BT_IS_POSTING: u16 = 0x2000;
 /// Where the first key of an index tuple without nulls starts: `MAXALIGN(sizeof(IndexTupleData))`.
 const KEY_OFFSET: usize = 8;
@@ -42,13 +45,19 @@ const KEY_OFFSET: usize = 8;
 pub struct Meta {
     /// The "fast root": the lowest page with more than one child (`P_NONE`, 0, when empty).
     pub fast_root: u32,
+    /// Its level (0: a leaf).
+    pub fast_level: u32,
 }
 
 /// A btree page's special space (`BTPageOpaqueData`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Opaque {
+    /// The left sibling (`P_NONE`, 0: the leftmost page of its level).
+    pub prev: u32,
     /// The right sibling (`P_NONE`, 0: the rightmost page of its level).
     pub next: u32,
+    /// The page's level (0: a leaf).
+    pub level: u32,
     flags: u16,
 }
 
@@ -82,13 +91,12 @@ impl Opaque {
 #[derive(Clone, Copy)]
 pub struct Page<'a>(&'a [u8]);
 
-/// A leaf item as [`Page::leaf_items`] reads it.
+/// A leaf item as [`Page::leaf_items`] reads it: an entry not marked dead (or a posting list
+/// of `tids` entries) keyed `key`, a `timestamptz`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeafItem {
-    /// A live entry (or a posting list of `tids` entries) keyed `key`, a `timestamptz`.
-    Entries { key: i64, tids: u16 },
-    /// An entry with a null key: after every key (`NULLS LAST`).
-    Null,
+pub struct LeafItem {
+    pub key: i64,
+    pub tids: u16,
 }
 
 impl<'a> Page<'a> {
@@ -114,7 +122,9 @@ impl<'a> Page<'a> {
     pub fn opaque(&self) -> Option<Opaque> {
         let at = PAGE_SIZE - SPECIAL;
         Some(Opaque {
+            prev: self.u32_at(at)?,
             next: self.u32_at(at + 4)?,
+            level: self.u32_at(at + 8)?,
             flags: self.u16_at(at + 12)?,
         })
     }
@@ -128,6 +138,7 @@ impl<'a> Page<'a> {
             .then_some(())?;
         Some(Meta {
             fast_root: self.u32_at(HEADER + 16)?,
+            fast_level: self.u32_at(HEADER + 20)?,
         })
     }
 
@@ -154,13 +165,20 @@ impl<'a> Page<'a> {
         Some((flags, self.0.get(off..off + len)?))
     }
 
-    /// The child an internal page's first data item points to: the leftmost child (its key is
-    /// minus infinity), where a descent to the head of the index goes.
+    /// The child an internal page's first data item points to: the leftmost child, where a
+    /// descent to the head of the index goes. That item is the minus-infinity pivot (no key
+    /// attribute, no heap TID: `BTreeTupleSetNAtts(itup, 0, false)`); anything else is `None`.
     pub fn first_child(&self) -> Option<u32> {
         let opaque = self.opaque()?;
         (!opaque.is_leaf()).then_some(())?;
         let (flags, tuple) = self.item(opaque.first_data_item())?;
-        (flags == LP_NORMAL).then_some(())?;
+        let posid = u16::from_ne_bytes(tuple.get(4..6)?.try_into().ok()?);
+        let info = u16::from_ne_bytes(tuple.get(6..8)?.try_into().ok()?);
+        let minus_infinity = flags == LP_NORMAL
+            && tuple.len() == KEY_OFFSET
+            && info & INDEX_ALT_TID_MASK != 0
+            && posid & (BT_OFFSET_MASK | BT_PIVOT_HEAP_TID_ATTR) == 0;
+        minus_infinity.then_some(())?;
         let hi = u16::from_ne_bytes(tuple.get(0..2)?.try_into().ok()?) as u32;
         let lo = u16::from_ne_bytes(tuple.get(2..4)?.try_into().ok()?) as u32;
         Some(hi << 16 | lo)
@@ -189,11 +207,12 @@ impl<'a> Page<'a> {
 fn leaf_item(tuple: &[u8]) -> Option<LeafItem> {
     let posid = u16::from_ne_bytes(tuple.get(4..6)?.try_into().ok()?);
     let info = u16::from_ne_bytes(tuple.get(6..8)?.try_into().ok()?);
-    if (info & INDEX_SIZE_MASK) as usize != tuple.len() {
+    // (a null, in the key or in an INCLUDE column, moves the key behind a null bitmap; a
+    // TTL index has neither: its predicate is `IS NOT NULL` and it has one column)
+    if (info & INDEX_SIZE_MASK) as usize != tuple.len()
+        || info & (INDEX_NULL_MASK | INDEX_VAR_MASK) != 0
+    {
         return None;
-    }
-    if info & INDEX_NULL_MASK != 0 {
-        return Some(LeafItem::Null);
     }
     let tids = match info & INDEX_ALT_TID_MASK {
         0 => 1,
@@ -203,7 +222,7 @@ fn leaf_item(tuple: &[u8]) -> Option<LeafItem> {
         _ => return None,
     };
     let key = i64::from_ne_bytes(tuple.get(KEY_OFFSET..KEY_OFFSET + 8)?.try_into().ok()?);
-    Some(LeafItem::Entries { key, tids })
+    Some(LeafItem { key, tids })
 }
 
 #[cfg(test)]
@@ -281,7 +300,7 @@ mod tests {
     }
 
     fn entries(key: i64, tids: u16) -> Option<LeafItem> {
-        Some(LeafItem::Entries { key, tids })
+        Some(LeafItem { key, tids })
     }
 
     #[test]
@@ -297,15 +316,13 @@ mod tests {
                 LP_NORMAL,
             )
             .entry((7, 2), 0, Some(25), LP_DEAD)
-            .key(30)
-            .entry((7, 3), 0, None, LP_NORMAL);
+            .key(30);
         #[rustfmt::skip]
         let expected = vec![
             entries(10, 1),
             entries(20, 3),             // a posting list of three
             /* 25: marked dead, skipped */
             entries(30, 1),
-            Some(LeafItem::Null),
         ];
         assert_eq!(items(&page.bytes), expected);
         // the rightmost leaf has no high key: its first item is data
@@ -324,6 +341,8 @@ mod tests {
             ("a redirect line pointer", Builder::new(0, BTP_LEAF).entry((3, 1), 0, Some(5), 2)),
             ("a tuple shorter than its key", Builder::new(0, BTP_LEAF).tuple(&[0, 0, 0, 0, 1, 0, 8, 0], LP_NORMAL)),
             ("a size that is not the line pointer's", Builder::new(0, BTP_LEAF).tuple(&[0, 0, 0, 0, 1, 0, 24, 0, 1, 0, 0, 0, 0, 0, 0, 0], LP_NORMAL)),
+            ("a null (in the key or an INCLUDE column: the key moves)", Builder::new(0, BTP_LEAF).entry((7, 3), 0, None, LP_NORMAL)),
+            ("a variable-width attribute (an INCLUDE column)", Builder::new(0, BTP_LEAF).entry((7, 3), INDEX_VAR_MASK, Some(5), LP_NORMAL)),
         ];
         for (what, page) in cases {
             assert_eq!(items(&page.bytes), vec![None], "{what}");
@@ -361,26 +380,48 @@ mod tests {
 
     #[test]
     fn internal_pages_and_metapage() {
-        // an internal page with a right sibling: the high key, then the minus-infinity downlink
-        let page = Builder::new(9, 0)
-            .entry((1, 1), 0, Some(50), LP_NORMAL)
-            .entry((0x0001_0002, 0), INDEX_ALT_TID_MASK, None, LP_NORMAL);
-        let page = Page::new(&page.bytes).unwrap();
+        // an internal page with a right sibling: the high key, then the minus-infinity pivot
+        // (8 bytes: a TID whose block is the child, no key attribute)
+        let internal = |pivot: &[u8]| {
+            Builder::new(9, 0)
+                .entry((1, 1), 0, Some(50), LP_NORMAL)
+                .tuple(pivot, LP_NORMAL)
+                .bytes
+        };
+        let minus_infinity = [1, 0, 2, 0, 0, 0, 8, 0x20];
+        let bytes = internal(&minus_infinity);
+        let page = Page::new(&bytes).unwrap();
         assert_eq!(page.first_child(), Some(0x0001_0002));
         let opaque = page.opaque().unwrap();
         assert!(!opaque.is_leaf() && !opaque.ignored() && !opaque.rightmost());
-        assert_eq!(opaque.next, 9);
+        assert_eq!((opaque.prev, opaque.next, opaque.level), (0, 9, 0));
+        #[rustfmt::skip]
+        let not_minus_infinity: &[(&str, [u8; 8])] = &[
+            ("a pivot with a key attribute", [1, 0, 2, 0, 1, 0, 8, 0x20]),
+            ("a pivot with a heap TID", [1, 0, 2, 0, 0, 0x10, 8, 0x20]),
+            ("no pivot at all", [1, 0, 2, 0, 0, 0, 8, 0]),
+        ];
+        for (what, pivot) in not_minus_infinity {
+            assert_eq!(
+                Page::new(&internal(pivot)).unwrap().first_child(),
+                None,
+                "{what}"
+            );
+        }
         // a leaf has no children
         let leaf = Builder::new(0, BTP_LEAF).key(1);
         assert_eq!(Page::new(&leaf.bytes).unwrap().first_child(), None);
-        // the metapage: magic, version 4, root, level, fast root
+        // the metapage: magic, version 4, root, level, fast root, fast level
         let mut meta = Builder::new(0, BTP_META).bytes;
-        for (at, value) in [(24, MAGIC), (28, 4), (32, 3), (36, 2), (40, 12)] {
+        for (at, value) in [(24, MAGIC), (28, 4), (32, 3), (36, 2), (40, 12), (44, 1)] {
             meta[at..at + 4].copy_from_slice(&value.to_ne_bytes());
         }
         assert_eq!(
             Page::new(&meta).unwrap().meta(),
-            Some(Meta { fast_root: 12 })
+            Some(Meta {
+                fast_root: 12,
+                fast_level: 1
+            })
         );
         meta[28..32].copy_from_slice(&3u32.to_ne_bytes());
         assert_eq!(

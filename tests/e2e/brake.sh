@@ -189,11 +189,11 @@ COMMIT;
 SQL
 eventually_eq "its 3,000 expired rows are purged, not paused" 10 8000 brake "SELECT count(*) FROM churn"
 expect_eq "not paused" f "$(q brake -c "SELECT paused_at IS NOT NULL FROM ttl_indexes WHERE table_name = 'churn'::regclass")"
-echo "== the btree's count, read leaf page by leaf page, past pages a VACUUM removed and entries marked dead"
+echo "== the btree's count, read leaf page by leaf page, after a VACUUM removed leaves and with entries marked dead"
 # docs/worker.md, PAGE COUNT: the first half of the index's leaves emptied and removed by a
-# VACUUM, then 5,000 entries at the new head marked LP_DEAD by an index scan (their rows
-# deleted, no VACUUM): a count that stopped at them, or at a removed page, would see
-# nothing expired and let a mass expiry through.
+# VACUUM (the descent goes through the downlinks it left), then 5,000 entries at the new head
+# marked LP_DEAD by an index scan (their rows deleted, no VACUUM): a count that stopped at
+# them would see nothing expired and let a mass expiry through.
 q brake >/dev/null <<'SQL'
 CREATE TABLE vacuumed (id int, seen timestamptz NOT NULL, doc jsonb) WITH (autovacuum_enabled = off);
 INSERT INTO vacuumed SELECT g, now() - interval '2 hours' + g * interval '10 ms', '{}' FROM generate_series(1, 60000) g;
