@@ -410,6 +410,16 @@ if [ "$calls" -lt 4000 ]; then
   pass "the worker nodes computed the reference time $calls times for 40,000 rows deleted from their shards (batches that test expiry again: 40,000)"
 else
   fail "the worker nodes computed the reference time $calls times for 40,000 rows deleted: documents parsed again"
+  # (what each worker node says, for the next reader of a failed run: its calls, its shards'
+  # deletes, its ttl_stats of events, what its worker does now)
+  for node in "${CITUS_NODES[@]}"; do
+    [ "$node" = coord ] && continue
+    echo "       $node: $(qn "$node" "$CITUS_DB" -c "SET citus.override_table_visibility = off" -c "
+      SELECT (SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'ttl_timestamp') || ' calls, ' ||
+             (SELECT coalesce(sum(n_tup_del), 0) FROM pg_stat_user_tables WHERE relname ~ '^events_[0-9]+\$') || ' shard deletes; ttl_stats: ' ||
+             coalesce((SELECT string_agg(table_name::text || ' ' || rows_deleted || ' ' || coalesce(last_error, '-'), '; ') FROM ttl_stats), '-') || '; worker: ' ||
+             coalesce((SELECT string_agg(coalesce(query, '-'), '; ') FROM pg_stat_activity WHERE backend_type = 'jsonb_ttl worker'), '-')" 2>&1 | tail -1)"
+  done
 fi
 for node in "${CITUS_NODES[@]}"; do
   [ "$node" = coord ] || qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET track_functions" -c "SELECT pg_reload_conf()" >/dev/null
