@@ -381,6 +381,7 @@ for node in "${CITUS_NODES[@]}"; do
   qn "$node" "$CITUS_DB" -c "ALTER SYSTEM SET jsonb_ttl.enabled = off" -c "SELECT pg_reload_conf()" >/dev/null
 done
 wait_for "jsonb_ttl.enabled = off: every node's worker stopped" 10 all_passes_stopped || true
+info "leftover copies awaiting Citus's cleanup, dropped now: $(qc -c "SELECT count(*) FROM pg_dist_cleanup")"
 qc -c "ALTER TABLE events SET (autovacuum_enabled = off)" -c "CALL citus_cleanup_orphaned_resources()" >/dev/null
 autovacuum_off_on_shards() {  # every placement of events on the worker nodes: autovacuum_enabled=off
   [ "$(on_worker_nodes "SELECT count(*) FROM pg_class WHERE relname ~ '^events_[0-9]+\$' AND relkind = 'r'
