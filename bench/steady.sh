@@ -11,6 +11,9 @@
 # lives, default 100: with the rate, about 1M live rows), STEADY_WARMUP (seconds of load before
 # the window, default 30), STEADY_TPCB (seconds of pgbench TPC-B after it, default 60),
 # STEADY_PORT (default 28818). About (80 + D + TPCB) s a side: ~33 minutes for all eight.
+# STEADY_STATEMENTS=1: pg_stat_statements (track = all) on every cluster, and after each jsonb_ttl
+# side the worker's statements by total time (where a pass's time goes; its overhead is on
+# every side, so compare ratios only within such a run).
 #
 # The table, the same on every side (partitioned on the last two):
 #   events (id bigint GENERATED ALWAYS AS IDENTITY, created_at timestamptz NOT NULL, doc jsonb
@@ -66,6 +69,8 @@ TTL=${STEADY_TTL:-100}
 WINDOW=${STEADY_SECONDS:-120}
 WARMUP=${STEADY_WARMUP:-30}
 TPCB=${STEADY_TPCB:-60}
+statements_conf=()
+[ -z "${STEADY_STATEMENTS:-}" ] || statements_conf=("shared_preload_libraries = 'jsonb_ttl, pg_cron, pg_stat_statements'" "pg_stat_statements.track = all")
 ALL=ttl_json_10s,ttl_json_1s,ttl_column_10s,cron_1min,loop_10s,loop_1s,ttl_partitions,partman_10s
 SIDES=$ALL
 ROUNDS=1
@@ -122,8 +127,9 @@ side() {
   scripts/cluster.sh start "$NAME" "$PORT" "fsync = on" "shared_buffers = '2GB'" "max_wal_size = '16GB'" \
     "checkpoint_timeout = '1h'" "jit = off" "log_autovacuum_min_duration = 0" \
     "shared_preload_libraries = 'jsonb_ttl, pg_cron'" "cron.database_name = 'bench'" \
-    "cron.host = '$DIR/sock'" "jsonb_ttl.frequency = $frequency"
+    "cron.host = '$DIR/sock'" "jsonb_ttl.frequency = $frequency" "${statements_conf[@]}"
   psql -d postgres -c "CREATE DATABASE bench"
+  [ -z "${STEADY_STATEMENTS:-}" ] || db -c "CREATE EXTENSION pg_stat_statements"
   pgbench -i -q -s 10 bench >/dev/null 2>&1
   if $partitioned; then
     db -c "CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY, created_at timestamptz NOT NULL, doc jsonb NOT NULL)
@@ -186,6 +192,9 @@ side() {
   t0=$(date +%s.%N)
   lsn0=$(db -c "SELECT pg_current_wal_lsn()")
   log0=$(wc -l <"$DIR/server.log")
+  local statements=""  # STEADY_STATEMENTS: the worker's statements of the window are counted
+  [ -n "${STEADY_STATEMENTS:-}" ] && [[ $name == ttl_* ]] && statements=on
+  [ -z "$statements" ] || db -c "SELECT pg_stat_statements_reset()" -c "SELECT runs FROM ttl_statistics()" >"$WORK/runs0"
   [ -n "$pid_query" ] && pid=$(db -c "$pid_query" | head -1)
   [ -n "$pid" ] && cpu0=$(cpu_of "$pid")
   (while [ ! -e "$WORK/stop" ] && sleep 0.1; do
@@ -201,6 +210,14 @@ side() {
   [ -n "$pid_query" ] && pid_after=$(db -c "$pid_query" | head -1)
   log1=$(wc -l <"$DIR/server.log")
   touch "$WORK/stop"; wait "$sampler" || true
+  if [ -n "$statements" ]; then
+    # (the load's and the age sampler's statements left out: what remains is the worker's)
+    db -c "SELECT 'passes in the window: ' || (runs - $(tail -1 "$WORK/runs0")) FROM ttl_statistics()" \
+       -c "SELECT calls || ' calls, ' || round(total_exec_time::numeric, 1) || ' ms: ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+           FROM pg_stat_statements
+           WHERE query !~ '^(INSERT INTO events|SELECT greatest|SELECT pg_stat_statements_reset|SELECT runs FROM|SELECT [$]1 [|][|] [(]runs|SELECT pid FROM pg_stat_activity|SELECT pg_current_wal_lsn)'
+           ORDER BY total_exec_time DESC LIMIT 15" >"$WORK/statements"
+  fi
   local size rows
   size=$(db -c "SELECT sum(pg_total_relation_size(r)) / 1048576 FROM (SELECT relid FROM pg_partition_tree('events')
                 UNION SELECT 'events'::regclass) t(r)" | awk '{printf "%.1f", $1}')
@@ -228,6 +245,10 @@ side() {
     paused=$(db -c "SELECT string_agg(paused_reason, '; ') FROM jsonb_ttl_internal.ttl_index WHERE paused_at IS NOT NULL") ;;
   esac
   [ -n "$paused" ] && echo "steady: $name: PAUSED (the safety brake?): $paused" >&2
+  if [ -n "$statements" ]; then
+    echo "steady: $name: the worker's statements in the window (pg_stat_statements, by total time):" >&2
+    sed 's/^/  /' "$WORK/statements" >&2
+  fi
   if [ -n "${STEADY_DEBUG:-}" ] && [[ $name == ttl_* ]]; then
     db -c "SELECT * FROM ttl_stats WHERE runs > 0" >&2
     grep -E 'jsonb_ttl' "$DIR/server.log" | tail -20 >&2
