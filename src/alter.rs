@@ -24,6 +24,7 @@ pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Int
     if current.hide_expired {
         hide::refresh(ext, &current);
     }
+    widened(ext, table, "expire_after");
 }
 
 /// Sets the safety brake again after a change that may widen what expires (a shorter
@@ -33,6 +34,12 @@ fn rearm_brake(ext: &Extension, table: &Table) {
     if ext.has_controls() {
         set_column(ext, table, "brake_released", false.into());
     }
+}
+
+/// After a change of `option` that may widen what expires, in place: what the new definition
+/// finds expired, held past the brake's fraction and said either way (see [`crate::held`]).
+fn widened(ext: &Extension, table: &Table, option: &'static str) {
+    crate::held::check(ext, table, crate::held::Occasion::Altered(option));
 }
 
 /// Turns dropping whole partitions on (`Some` mode) or off (see [`partitions`]).
@@ -79,7 +86,11 @@ pub(crate) fn set_drop_partitions(ext: &Extension, table: &Table, mode: Option<p
 pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     let current = ttl_index_of(ext, table);
     citus::check_managed_here(table.oid, &table.name);
-    let Some(zone) = index_time_zone(current.resolved.kind, Some(time_zone)) else {
+    let Some(zone) = index_time_zone(
+        current.resolved.kind,
+        &current.resolved.column,
+        Some(time_zone),
+    ) else {
         unreachable!("index_time_zone raises for a kind without a zone")
     };
     if current.time_zone.as_deref() == Some(zone.as_str()) {
@@ -112,6 +123,7 @@ pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
+    widened(ext, table, "time_zone");
 }
 
 /// Changes where a row's point in time is read (`path`) or how its numbers are read
@@ -137,9 +149,10 @@ pub(crate) fn set_definition(
         return;
     }
     crate::field::refuse_removing(ext, table.oid, &table.name, &[&resolved]);
+    let path_changed = resolved != current.resolved;
     let zone = match (ext.has_time_zone(), resolved.kind) {
         (false, _) | (true, ColumnKind::Timestamptz | ColumnKind::Number) => None,
-        (true, kind) => index_time_zone(kind, current.time_zone.as_deref()),
+        (true, kind) => index_time_zone(kind, &resolved.column, current.time_zone.as_deref()),
     };
     let redefined = TtlIndex {
         resolved: resolved.clone(),
@@ -181,6 +194,14 @@ pub(crate) fn set_definition(
         zone: zone.as_deref(),
     };
     crate::advise::on_definition(ext, table, &definition);
+    widened(
+        ext,
+        table,
+        match path_changed {
+            true => "path",
+            false => "numeric_unit",
+        },
+    );
 }
 
 /// Adds, changes or removes (`''`) the per-row TTL field (see [`crate::row_ttl`]): the TTL
@@ -238,6 +259,7 @@ pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
+    widened(ext, table, "row_ttl_path");
 }
 
 /// Writes the per-row TTL field (`None`: none) and its index's name to the catalog row.
@@ -359,4 +381,5 @@ pub(crate) fn set_filter(ext: &Extension, table: &Table, text: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
+    widened(ext, table, "filter");
 }

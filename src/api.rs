@@ -387,7 +387,7 @@ fn ttl_index_pause(tbl: Option<Oid>, reason: Option<&str>) -> bool {
     controls::pause(&ext, &table, reason)
 }
 
-/// The first backlog of the TTL index just created on `tbl` (see [`controls::first_backlog`]).
+/// The first backlog of the TTL index just created on `tbl` (see [`crate::held`]).
 #[pg_extern(
     volatile,
     parallel_unsafe,
@@ -397,5 +397,5 @@ fn ttl_index_pause(tbl: Option<Oid>, reason: Option<&str>) -> bool {
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_first_backlog(tbl: Option<Oid>) -> Option<i64> {
     let table = owned_table(tbl);
-    controls::first_backlog(&Extension::current(), &table)
+    crate::held::first_backlog(&Extension::current(), &table)
 }

@@ -5,16 +5,14 @@
 //! (`ttl_index_create(…, paused => true, delete_window => '01:00-05:00', …)`) or by
 //! `ttl_index_alter`, shown in `ttl_indexes`; the worker reads them with the catalog.
 //!
-//! Also the first backlog: what a new TTL index finds expired already, said at creation.
 
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::owner;
 use crate::table::Table;
 use pgrx::datum::DatumWithOid;
-use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
-use pgrx::{PgLogLevel, PgSqlErrorCode};
+use pgrx::PgSqlErrorCode;
 
 /// The controls as a call gives them: `None` leaves one as it is (at creation: unset).
 #[derive(Default)]
@@ -249,73 +247,6 @@ pub(crate) fn pause(ext: &Extension, table: &Table, reason: Option<&str>) -> boo
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot pause the TTL index: {e}"))
     .unwrap_or(false)
-}
-
-/// The first backlog of the new TTL index of `table`: how many rows are expired already, said
-/// in a NOTICE with what the worker will do with them. Creating the index is their review, so
-/// the safety brake is released until the worker has drained them (it is for the surprises
-/// that come later); whoever wants to look first creates the index paused. `None` when the
-/// index is not built yet (`build => false`) or the table is distributed.
-pub(crate) fn first_backlog(ext: &Extension, table: &Table) -> Option<i64> {
-    let index = crate::table::ttl_index_of(ext, table);
-    if crate::citus::hash_distributed(table.oid) {
-        return None;
-    }
-    let built = crate::tracking::recorded_index(ext, table.oid, "index_name").is_some();
-    if !built {
-        return None;
-    }
-    let expired = Spi::get_one_with_args::<i64>(
-        &format!(
-            "SELECT rows FROM {}._ttl_expire_preview($1, pg_catalog.now())",
-            ext.internal()
-        ),
-        &[table.oid.into()],
-    )
-    .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"))
-    .unwrap_or(0);
-    if expired == 0 {
-        return Some(0);
-    }
-    let paused = index.paused;
-    // released now, paused or not: a TTL index created paused keeps the release through its
-    // pause, and its ttl_index_resume() lets the first backlog go (an alter meanwhile holds the
-    // brake again: the backlog it reviewed is no longer the one that goes)
-    crate::table::set_column(ext, table, "brake_released", true.into());
-    let resume = format!(
-        "ttl_index_resume({})",
-        pgrx::spi::quote_literal(&index.display_name)
-    );
-    let (what, detail, hint) = match paused {
-        true => (
-            "the TTL index is paused: nothing goes before it is resumed".to_string(),
-            "ttl_expire_preview() shows what would go.".to_string(),
-            format!("When they may go: SELECT {resume}"),
-        ),
-        false => (
-            "the worker deletes them from its next pass on".to_string(),
-            format!(
-                "At most {} a pass (jsonb_ttl.max_table_removes). Creating the index is their \
-                 review: the safety brake lets them go, and holds again once they are gone.",
-                crate::gucs::MAX_TABLE_REMOVES.get()
-            ),
-            "To look at them first, create the index with paused => true.".to_string(),
-        ),
-    };
-    crate::error::tell(
-        PgLogLevel::NOTICE,
-        ErrorReport::new(
-            PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
-            format!(
-                "jsonb_ttl: {expired} row(s) of {} are expired already: {what}",
-                table.name
-            ),
-            "jsonb_ttl",
-        )
-        .set_detail(detail)
-        .set_hint(hint),
-    );
-    Some(expired)
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ pub mod filter;
 pub mod functions;
 pub mod generic_plan;
 pub mod gucs;
+pub mod held;
 pub mod hide;
 pub mod hooks;
 pub mod jsonb_scalar;
@@ -71,6 +72,7 @@ pub mod tracking;
 pub mod txn;
 pub mod undeletable;
 pub mod worker;
+pub mod zone;
 
 ::pgrx::pg_module_magic!(name, version);
 

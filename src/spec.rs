@@ -72,7 +72,7 @@ impl<'a> IndexSpec<'a> {
         );
         let zoned_catalog = ext.has_time_zone();
         let zone = match zoned_catalog {
-            true => index_time_zone(resolved.kind, args.time_zone),
+            true => index_time_zone(resolved.kind, &resolved.column, args.time_zone),
             false => None, // 0.1.0's SQL: timestamp columns read as UTC, as 0.1.0 did
         };
         IndexSpec {
@@ -286,33 +286,21 @@ pub(crate) fn row_ttl_field(table: &Table, path: &str) -> Resolved {
     }
 }
 
-/// The zone a `timestamp` or `date` column is read in: `time_zone` when given (a name
-/// PostgreSQL's time zone library accepts), else the session's TimeZone.
-fn column_time_zone(time_zone: Option<&str>) -> String {
-    match time_zone {
-        Some(zone) => {
-            crate::functions::time_zone_arg(zone); // raises on an unknown zone
-            zone.to_string()
-        }
-        None => unsafe {
-            std::ffi::CStr::from_ptr(pgrx::pg_sys::pg_get_timezone_name(
-                pgrx::pg_sys::session_timezone,
-            ))
-        }
-        .to_string_lossy()
-        .into_owned(),
-    }
-}
-
-/// The zone stored with a TTL index on `kind` (see [`crate::reference::reference_expr`]): a `timestamp`
-/// or `date` column is always read in one; JSON strings without an offset are read as UTC
-/// unless a zone is given; the other kinds hold absolute times and take none.
-pub(crate) fn index_time_zone(kind: ColumnKind, time_zone: Option<&str>) -> Option<String> {
+/// The zone stored with a TTL index on `kind` in `column` (see
+/// [`crate::reference::reference_expr`]): a `timestamp` or `date` column is always read in one,
+/// by default the database's (see [`crate::zone`]); JSON strings without an offset are read as
+/// UTC unless a zone is given; the other kinds hold absolute times and take none.
+pub(crate) fn index_time_zone(
+    kind: ColumnKind,
+    column: &str,
+    time_zone: Option<&str>,
+) -> Option<String> {
+    let named = |zone| crate::zone::column_zone(Some(zone), column);
     match kind {
-        ColumnKind::Timestamp | ColumnKind::Date => Some(column_time_zone(time_zone)),
-        ColumnKind::Jsonb | ColumnKind::Json | ColumnKind::Text => {
-            time_zone.map(|zone| column_time_zone(Some(zone)))
+        ColumnKind::Timestamp | ColumnKind::Date => {
+            Some(crate::zone::column_zone(time_zone, column))
         }
+        ColumnKind::Jsonb | ColumnKind::Json | ColumnKind::Text => time_zone.map(named),
         _ => {
             if time_zone.is_some() {
                 raise(
@@ -328,7 +316,7 @@ pub(crate) fn index_time_zone(kind: ColumnKind, time_zone: Option<&str>) -> Opti
 
 /// Two zones of a TTL index mean the same reading (`None` is UTC).
 fn same_zone(a: Option<&str>, b: Option<&str>) -> bool {
-    a.unwrap_or("UTC") == b.unwrap_or("UTC")
+    crate::zone::same_zone(a.unwrap_or("UTC"), b.unwrap_or("UTC"))
 }
 
 /// Checks that the TTL index of `table` on `reference` can drop whole partitions (see

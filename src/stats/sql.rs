@@ -8,6 +8,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::sync::atomic::Ordering;
 
+mod far_future;
 mod nodes;
 mod view;
 use nodes::{add_worker_nodes, merge};

@@ -1,0 +1,274 @@
+//! A definition that would remove much of its table at once is held, never released
+//! silently. The commonest premature delete is a setup mistake: a time zone, a unit of
+//! numbers, a path, an `expire_after` in minutes for months. Each looks like a big backlog the
+//! moment the definition takes effect. So when `ttl_index_create`, or a `ttl_index_alter` that
+//! may widen what expires (expire_after, path, numeric_unit, time_zone, filter, row_ttl_path),
+//! finds more than `jsonb_ttl.max_table_fraction` of the table expired at once (tables under
+//! `jsonb_ttl.brake_min_rows` aside, as for the safety brake), the TTL index is paused by the
+//! safety brake there and then, and a NOTICE gives the count, the oldest and newest points in
+//! time as read (in the zone used) against now, and what to check. `ttl_index_resume()` lets
+//! the rows go. A smaller backlog goes at once, said in a NOTICE too.
+//!
+//! The count is the preview's (`ttl_expire_preview`: the caller's query, or the owner's for a
+//! filtered TTL index) and the table's rows are counted, not estimated, up to the number that
+//! settles the question: a table loaded a moment ago has no statistics yet.
+
+use crate::catalog::TtlIndex;
+use crate::extension::Extension;
+use crate::table::{set_column, ttl_index_of, Table};
+use crate::{brake, gucs, owner};
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pgrx::spi::{quote_identifier, quote_literal};
+use pgrx::PgSqlErrorCode;
+
+/// When the check runs.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Occasion {
+    /// `ttl_index_create`: its first backlog.
+    Created,
+    /// `ttl_index_alter` of the option named.
+    Altered(&'static str),
+}
+
+/// What the new or changed definition of `table` finds expired now.
+struct Backlog {
+    expired: i64,
+    /// The table's rows, counted up to `cap` (see [`count_rows`]).
+    rows: i64,
+    oldest: String,
+    newest: String,
+    now: String,
+    zone: String,
+}
+
+/// The first backlog of the new TTL index of `table` (see the module's text); `None` when the
+/// index is not built yet (`build => false`) or the table is distributed (each node's brake
+/// checks its shards).
+pub(crate) fn first_backlog(ext: &Extension, table: &Table) -> Option<i64> {
+    check(ext, table, Occasion::Created)
+}
+
+/// Checks what the definition of `table` finds expired now, on `occasion`: holds it past the
+/// fraction, says so either way; returns how many rows are expired.
+pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Option<i64> {
+    if crate::citus::hash_distributed(table.oid) {
+        return None;
+    }
+    if crate::tracking::recorded_index(ext, table.oid, "index_name").is_none() {
+        return None;
+    }
+    let index = ttl_index_of(ext, table);
+    let backlog = measure(ext, table, &index)?;
+    if backlog.expired == 0 {
+        return Some(0);
+    }
+    let fraction = gucs::MAX_TABLE_FRACTION.get();
+    let limit = brake::limit(
+        backlog.rows as f64,
+        fraction,
+        gucs::BRAKE_MIN_ROWS.get() as i64,
+    );
+    let over = limit.is_some_and(|limit| backlog.expired > limit);
+    let resume = format!(
+        "SELECT ttl_index_resume({})",
+        quote_literal(&index.display_name)
+    );
+    let seen = describe(&index, &backlog);
+    let (message, detail, hint) = match (over, index.paused, occasion) {
+        // created paused: the operator reviews first, and the resume is the review
+        (_, true, Occasion::Created) => {
+            release(ext, table);
+            (
+                format!(
+                    "{} row(s) of {} are expired already: the TTL index is paused, nothing \
+                     goes before it is resumed",
+                    backlog.expired, table.name
+                ),
+                seen,
+                format!("ttl_expire_preview() shows what would go. When they may go: {resume}"),
+            )
+        }
+        (true, paused, _) => {
+            if !paused && ext.has_controls() {
+                hold(ext, table, &held_reason(&backlog, fraction, &resume));
+            }
+            (
+                format!(
+                    "{} of {} row(s) of {} would expire at once: the TTL index is held, \
+                     nothing goes until it is resumed",
+                    backlog.expired, backlog.rows, table.name
+                ),
+                format!("{seen} jsonb_ttl.max_table_fraction is {fraction}."),
+                format!(
+                    "Check the time zone (time_zone), the unit of numbers (numeric_unit) and \
+                     the path: a mistake in any of them expires a whole table. \
+                     ttl_expire_preview() shows what would go. If they may all go: {resume}"
+                ),
+            )
+        }
+        (false, _, Occasion::Created) => {
+            release(ext, table);
+            (
+                format!(
+                    "{} row(s) of {} are expired already: the worker deletes them from its \
+                     next pass on",
+                    backlog.expired, table.name
+                ),
+                format!(
+                    "{seen} At most {} a pass (jsonb_ttl.max_table_removes).",
+                    gucs::MAX_TABLE_REMOVES.get()
+                ),
+                "To look at them first, create the index with paused => true.".to_string(),
+            )
+        }
+        (false, _, Occasion::Altered(option)) => (
+            format!(
+                "{} row(s) of {} expire under the new {option}: the worker deletes them from \
+                 its next pass on",
+                backlog.expired, table.name
+            ),
+            seen,
+            "ttl_expire_preview() shows what would go; ttl_index_pause() stops the worker."
+                .to_string(),
+        ),
+    };
+    crate::error::tell(
+        PgLogLevel::NOTICE,
+        ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+            format!("jsonb_ttl: {message}"),
+            "jsonb_ttl",
+        )
+        .set_detail(detail)
+        .set_hint(hint),
+    );
+    Some(backlog.expired)
+}
+
+/// The points in time as read, in the zone used, against now.
+fn describe(index: &TtlIndex, backlog: &Backlog) -> String {
+    let numbers = match index.unit.name() {
+        "ms" => "milliseconds",
+        _ => "seconds",
+    };
+    format!(
+        "Read from {} (numbers as Unix {numbers}, local times in {}), their points in time run \
+         from {} to {}; now is {}, and they expire {} after them.",
+        quote_literal(&index.path),
+        backlog.zone,
+        backlog.oldest,
+        backlog.newest,
+        backlog.now,
+        index.expire_after,
+    )
+}
+
+/// The preview of `table` now, its rows counted, the times shown in `zone` (UTC for none).
+fn measure(ext: &Extension, table: &Table, index: &TtlIndex) -> Option<Backlog> {
+    let zone = index.time_zone.clone().unwrap_or_else(|| "UTC".to_string());
+    let row = Spi::connect(|client| {
+        let row = client
+            .select(
+                &format!(
+                    "SELECT p.rows, \
+                            pg_catalog.to_char(p.oldest AT TIME ZONE $2, 'YYYY-MM-DD HH24:MI:SS'), \
+                            pg_catalog.to_char(p.newest AT TIME ZONE $2, 'YYYY-MM-DD HH24:MI:SS'), \
+                            pg_catalog.to_char(pg_catalog.now() AT TIME ZONE $2, 'YYYY-MM-DD HH24:MI:SS') \
+                     FROM {}._ttl_expire_preview($1, pg_catalog.now()) p",
+                    ext.internal()
+                ),
+                Some(1),
+                &[table.oid.into(), zone.as_str().into()],
+            )?
+            .first();
+        Ok::<_, pgrx::spi::Error>((
+            row.get::<i64>(1)?,
+            row.get::<String>(2)?,
+            row.get::<String>(3)?,
+            row.get::<String>(4)?,
+        ))
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"));
+    let expired = row.0.unwrap_or(0);
+    if expired == 0 {
+        return Some(Backlog {
+            expired,
+            rows: 0,
+            oldest: String::new(),
+            newest: String::new(),
+            now: String::new(),
+            zone,
+        });
+    }
+    let rows = owner::as_table_owner(index.owner, &[], || count_rows(table, expired));
+    Some(Backlog {
+        expired,
+        rows,
+        oldest: row.1.unwrap_or_default(),
+        newest: row.2.unwrap_or_default(),
+        now: row.3.unwrap_or_default(),
+        zone,
+    })
+}
+
+/// The rows of `table` (its partitions included), counted as its owner up to the number past which
+/// `expired` of them is within `jsonb_ttl.max_table_fraction` and `jsonb_ttl.brake_min_rows`
+/// is reached: a larger table is not held, whatever its exact size.
+fn count_rows(table: &Table, expired: i64) -> i64 {
+    let fraction = gucs::MAX_TABLE_FRACTION.get().max(1e-6);
+    let cap = ((expired as f64 / fraction).ceil() as i64)
+        .max(gucs::BRAKE_MIN_ROWS.get() as i64)
+        .saturating_add(1);
+    Spi::get_one_with_args::<i64>(
+        &format!(
+            "SELECT pg_catalog.count(*) FROM (SELECT FROM {}.{} LIMIT $1) t",
+            quote_identifier(&table.schema),
+            quote_identifier(&table.relname)
+        ),
+        &[cap.into()],
+    )
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the rows of {}: {e}", table.name))
+    .unwrap_or(0)
+}
+
+/// Why the TTL index is held (its `paused_reason`).
+fn held_reason(backlog: &Backlog, fraction: f64, resume: &str) -> String {
+    format!(
+        "held by the safety brake: {} of {} rows would expire at once (jsonb_ttl.\
+         max_table_fraction = {fraction}), their points in time from {} to {} in {}, now {}; \
+         check time_zone, numeric_unit and the path, then {resume}",
+        backlog.expired, backlog.rows, backlog.oldest, backlog.newest, backlog.zone, backlog.now
+    )
+}
+
+/// Pauses the TTL index of `table` as the safety brake does, with `reason` (cut to what a
+/// pause keeps, on a character boundary).
+fn hold(ext: &Extension, table: &Table, reason: &str) {
+    let mut end = reason.len().min(crate::controls::MAX_REASON_BYTES);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    owner::as_catalog_owner(ext.owner(), || {
+        Spi::run_with_args(
+            &format!(
+                "UPDATE {catalog} SET paused_at = pg_catalog.now(), paused_reason = $2, \
+                        brake_released = false, paused_by = 'brake' \
+                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                catalog = ext.catalog(),
+            ),
+            &[table.oid.into(), reason[..end].into()],
+        )
+    })
+    .unwrap_or_else(|e| error!("jsonb_ttl: cannot hold the TTL index: {e}"));
+}
+
+/// Lets the first backlog of `table` past the safety brake until the worker has drained it:
+/// creating the index reviewed it. A TTL index created paused keeps the release through its
+/// pause, and its `ttl_index_resume()` lets the backlog go (an alter meanwhile holds the brake
+/// again: the backlog it reviewed is no longer the one that goes).
+fn release(ext: &Extension, table: &Table) {
+    if ext.has_controls() {
+        set_column(ext, table, "brake_released", true.into());
+    }
+}
