@@ -6,9 +6,10 @@
 #      its own (docs/security.md installs the extension into a schema of its own).
 # The worker is paused (jsonb_ttl.enabled = off), so only the examples remove rows: the quick
 # start's two rows are still there, expired, after the README, and gone after
-# ttl_expire_now('events') in docs/functions.md. Then the results the docs show are what the
-# functions return (ttl_index_create's sample, run in a fresh database; the tables of
-# ttl_stats's and ttl_throttle()'s columns in docs/monitoring.md).
+# ttl_expire_now('events') in docs/functions.md, whose rollup trigger (on the same table, fed
+# the same two documents) counts the rows ttl_expire_now removes. Then the results the docs
+# show are what the functions return (ttl_index_create's sample, run in a fresh database; the
+# tables of ttl_stats's and ttl_throttle()'s columns in docs/monitoring.md).
 source "$(dirname "$0")/lib.sh"
 start_cluster e2e-readme 28834 "jsonb_ttl.enabled = off"
 
@@ -31,7 +32,17 @@ run_page readme README.md
 expect_eq "the quick start's two rows are there, both expired (ttl_expire_preview)" "2|2" \
   "$(q readme -c "SELECT (SELECT count(*) FROM events), (SELECT rows FROM ttl_expire_preview('events'))")"
 then_pages=(docs/functions.md docs/monitoring.md)
-for page in "${then_pages[@]}"; do run_page readme "$page"; done
+run_page readme docs/functions.md
+# the rollup trigger of "Telling TTL deletes apart in a trigger", on the quick start's table and
+# documents (an epoch number and an ISO string, both of 2019-02-14): ttl_expire_now's two rows
+# counted on their day; the application's own DELETE not
+expect_eq "docs/functions.md: the rollup trigger counts the two rows ttl_expire_now deleted" "2019-02-14|2" \
+  "$(q readme -c "SELECT string_agg(concat_ws('|', day, expired), ', ') FROM events_daily")"
+expect_eq "and not the application's own DELETE" "2019-02-14|2" \
+  "$(q readme -c "INSERT INTO events (doc) VALUES ('{\"creationDate\": 1550165973}')" \
+               -c "DELETE FROM events" \
+               -c "SELECT string_agg(concat_ws('|', day, expired), ', ') FROM events_daily")"
+run_page readme docs/monitoring.md
 expect_eq "and did what they say (events purged by ttl_expire_now)" 0 "$(q readme -c "SELECT count(*) FROM events")"
 
 echo "-- 2. the documented results are what the functions return"
