@@ -9,7 +9,7 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-majors test-deb test-long unit package deb regress isolation e2e install install-release run stop bench fmt lint mutants clean-clusters
+.PHONY: deps test test-majors test-deb test-long unit package deb regress isolation e2e install install-release run psql stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
@@ -123,8 +123,13 @@ run: deps install-release
 	@echo
 	@echo "jsonb_ttl is running. Connect with:"
 	@echo "  $(PSQL) -h $(RUN_SOCK) -p $(RUN_PORT) -U postgres demo"
-	@echo "  (or: psql -h 127.0.0.1 -p $(RUN_PORT) -U postgres demo)"
+	@echo "  (or: psql -h 127.0.0.1 -p $(RUN_PORT) -U postgres demo, from any directory; or: make psql)"
 	@echo "Stop it with: make stop"
+
+## make psql: psql into make run's demo database, over TCP (127.0.0.1:RUN_PORT) as the README's
+## line does; make -C <checkout> psql from anywhere else.
+psql:
+	@$(PSQL) -h 127.0.0.1 -p $(RUN_PORT) -U postgres demo
 
 stop:
 	@pidfile=$$(scripts/cluster.sh dir run)/demo-feed.pid; \

@@ -3,7 +3,9 @@
 #   1. README.md, then docs/functions.md, then docs/monitoring.md, in order, in one fresh
 #      database: the function reference's examples use the quick start's `events` table;
 #   2. every other docs/*.md with SQL blocks, in alphabetical order, each in a fresh database of
-#      its own (docs/security.md installs the extension into a schema of its own).
+#      its own (docs/security.md installs the extension into a schema of its own);
+#   3. the README's psql line for make run's demo (its port moved to this cluster's), and
+#      make psql, run from another directory.
 # The worker is paused (jsonb_ttl.enabled = off), so only the examples remove rows: the quick
 # start's two rows are still there, expired, after the README, and gone after
 # ttl_expire_now('events') in docs/functions.md, whose rollup trigger (on the same table, fed
@@ -87,4 +89,19 @@ for path in "$ROOT"/docs/*.md; do
   q postgres -c "CREATE DATABASE $db"
   run_page "$db" "$page"
 done
+
+echo "-- 4. the README's psql line for make run's demo, and make psql, from another directory"
+# the first line of a code block of the README that starts with "psql ", its port (make run's,
+# RUN_PORT) moved to this cluster's, which has a demo database too
+q postgres -c "CREATE DATABASE demo"
+line=$(awk '/^```/ {on = !on; next} on && /^psql / {print; exit}' "$ROOT/README.md")
+run_port=$(sed -n 's/^RUN_PORT *?= *//p' "$ROOT/Makefile")
+line=${line//"-p $run_port "/"-p $PORT "}
+if [ -n "$line" ] && got=$(cd / && eval "PGCONNECT_TIMEOUT=5 $line -X -At -c 'SELECT current_database()'" 2>&1); then
+  expect_eq "README.md: '$line' connects from /" demo "$got"
+else
+  fail "README.md: '$line' from /: ${got:-no psql line}"
+fi
+got=$(cd / && echo "SELECT current_database() AS db" | make -s -C "$ROOT" psql RUN_PORT="$PORT" 2>&1) || true
+expect_eq "make psql connects to the demo database (from /, make -C)" demo "$(echo "$got" | sed -n 3p | tr -d ' ')"
 finish
