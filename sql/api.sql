@@ -124,14 +124,18 @@ DECLARE
     created boolean := jsonb_ttl_internal._ttl_index_create(tbl, path, expire_after, numeric_unit, time_zone,
                                                      filter, touch, build, hide_expired,
                                                      row_ttl_path, drop_partitions);
+    backlog bigint;
 BEGIN
     -- the operator's controls: set on a new TTL index, compared with an existing one's
     PERFORM jsonb_ttl_internal._ttl_index_controls(tbl, created, paused, delete_window, batch_size,
                                                    max_removes_per_second, replication_origin,
                                                    logical_message);
     PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, created);
-    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created,
-        CASE WHEN created THEN jsonb_ttl_internal._ttl_first_backlog(tbl) END);
+    -- the first backlog first (it may hold the new TTL index): the row returned shows it
+    IF created THEN
+        backlog := jsonb_ttl_internal._ttl_first_backlog(tbl);
+    END IF;
+    RETURN jsonb_ttl_internal._ttl_index_info(tbl, created, backlog);
 END
 $$;
 COMMENT ON FUNCTION ttl_index_create(regclass, text, interval, text, text, text, boolean, boolean, boolean, text, text, boolean, text, integer, integer, boolean, boolean, regclass) IS
