@@ -1,5 +1,6 @@
--- TTL deletes that triggers can tell apart. While jsonb_ttl deletes expired rows (the worker's
--- batches, ttl_expire_now()), the setting jsonb_ttl.expiring is on; everywhere else it is off.
+-- TTL deletes that triggers can tell apart. While jsonb_ttl removes expired rows (the worker's
+-- batches, ttl_expire_now()) or fields (field_ttl.sql), the setting jsonb_ttl.expiring is on;
+-- everywhere else it is off.
 -- A statement trigger with a transition table reads it, and rolls the expired rows up into a
 -- summary that outlives them, leaving the application's own deletes alone.
 \set SHOW_CONTEXT never
