@@ -6,9 +6,15 @@
 # table labels, its values are what ttl_stats and ttl_statistics() say after a purge (rows
 # deleted, runs, errors, rows set aside, the oldest expired row's age, a table the safety brake
 # paused), the database without the extension fails no query, and the exporter logs no error
-# about ours. monitoring/grafana-dashboard.json is well-formed and uses only metrics of the file.
+# about ours. A table with a TTL index, a per-row TTL and field TTLs (one whose path is 2,113
+# characters) has one series per part, each with its own expire_after, its long part shortened
+# (HTTP 200, pg_up 1, no series repeated, no error logged); every query of the file, and each
+# statement it runs, is planned below jit_above_cost and JIT-compiles nothing, in databases
+# with jsonb_ttl and without. monitoring/grafana-dashboard.json is well-formed and uses only
+# metrics of the file.
 source "$(dirname "$0")/lib.sh"
-QUERIES=$ROOT/monitoring/postgres_exporter.yaml
+# E2E_EXPORTER_QUERIES: another queries file, e.g. an older one, to see what this test finds in it
+QUERIES=${E2E_EXPORTER_QUERIES:-$ROOT/monitoring/postgres_exporter.yaml}
 DASHBOARD=$ROOT/monitoring/grafana-dashboard.json
 
 # The exporter: Debian's package (scripts/install-deps.sh installs it). Its own service does
@@ -301,6 +307,178 @@ jsonb_ttl_pause_info{database="db_b",part="",paused_by="operator",server="SERVER
 expect_eq "ttl_stats.paused_by says the same" "brake operator" \
   "$(q db_a -c "SELECT paused_by FROM ttl_stats WHERE table_name = 'sessions'::regclass") $(q db_b -c "SELECT paused_by FROM ttl.ttl_stats WHERE table_name = 'events'::regclass")"
 expect_num "pg_exporter_last_scrape_error still 0" 0 "$(awk '$1 == "pg_exporter_last_scrape_error" { print $2 }' "$SCRAPE")"
+
+echo "== a table with a TTL index, a per-row TTL and field TTLs: one series per part"
+# ttl_indexes has a row per TTL index and one per field TTL: joined by table alone, the table's
+# rows came out once per field TTL, each with another expire_after, and the exporter answered
+# HTTP 500 ("was collected before with the same name and label values"), pg_up lost with the rest.
+# scrape_status: a scrape whatever its outcome: its HTTP status in $HTTP_STATUS, the answer in
+# $SCRAPE, and the exporter's log lines since the last one in $SCRAPE_LOG
+LOG_SEEN=$(wc -l <"$EXPORTER_LOG")
+scrape_status() {
+  local started status
+  started=$(date +%s)
+  status=$(curl -s -o "$SCRAPE" -w '%{http_code}' "http://127.0.0.1:$EXPORTER_PORT/metrics") || true
+  SCRAPED_AT=$(date +%s.%N)
+  TOL=$((10 + ${SCRAPED_AT%.*} - started))
+  SCRAPE_LOG=$(tail -n +$((LOG_SEEN + 1)) "$EXPORTER_LOG")
+  LOG_SEEN=$(wc -l <"$EXPORTER_LOG")
+  HTTP_STATUS=${status:-none}
+}
+# metric_part NAME DB TABLE PART: as metric, for the series of one part, a number written in
+# full (the exporter writes 2592000 as 2.592e+06)
+metric_part() {
+  awk -v n="$1{" -v d="database=\"$2\"" -v t=",table=\"$3\"" -v p="part=\"$4\"" '
+    index($0, n) == 1 && index($0, d) && index($0, t) && index($0, p) { printf "%.15g\n", $NF; found = 1 }
+    END { if (!found) print "absent" }' "$SCRAPE"
+}
+# scrape_is_whole WHAT: HTTP 200, pg_up 1, no series (name and labels) twice, nothing logged at
+# level error or warn since the last scrape
+scrape_is_whole() {
+  expect_eq "$1: HTTP 200" 200 "$2"
+  expect_num "$1: pg_up" 1 "$(awk '$1 == "pg_up" { print $2 }' "$SCRAPE")"
+  expect_eq "$1: no series repeated (name and labels)" "" \
+    "$(grep -v '^#' "$SCRAPE" | sed 's/ [^ ]*$//' | sort | uniq -d | head -3)"
+  expect_num "$1: pg_exporter_last_scrape_error" 0 "$(awk '$1 == "pg_exporter_last_scrape_error" { print $2 }' "$SCRAPE")"
+  expect_eq "$1: nothing logged at level error or warn" "" \
+    "$(echo "$SCRAPE_LOG" | grep -E 'level=(error|warn)|err=' | cut -c1-300 | head -3)"
+}
+# check_parts WHAT PART=SECONDS…: accounts' series of each part, expire_after_seconds as given,
+# and its other values as ttl_stats says (read as the exporter did: nothing moves, the worker is off)
+check_parts() {
+  local what=$1 spec part secs label row
+  shift
+  expect_eq "$what: one jsonb_ttl_table_runs_total series per part of accounts, $# of them" "$#" \
+    "$(grep -c '^jsonb_ttl_table_runs_total{database="db_a",[^}]*,table="accounts",' "$SCRAPE" || true)"
+  for spec in "$@"; do
+    part=${spec%=*} secs=${spec##*=}
+    # the label: the part, or past 100 characters its first 80, '...' and 32 hex digits of its SHA-256
+    label=$(q db_a -c "SELECT CASE WHEN length(part) > 100 THEN left(part, 80) || '...' || left(encode(sha256(convert_to(part, 'UTF8')), 'hex'), 32) ELSE part END
+                       FROM ttl_stats WHERE table_name = 'accounts'::regclass AND part = '$part'")
+    row=$(q db_a -F ' ' -c "SELECT rows_deleted, runs, errors, coalesce(backlog::text, 'absent') FROM ttl_stats
+                            WHERE table_name = 'accounts'::regclass AND part = '$part'")
+    expect_eq "$what: part ${part:0:40}$([ ${#part} -gt 40 ] && echo "… (${#part} characters, labelled ${#label})"): expire_after_seconds $secs; rows deleted, runs, errors, backlog as ttl_stats" \
+      "$secs $row" \
+      "$(metric_part jsonb_ttl_table_expire_after_seconds db_a accounts "$label") $(metric_part jsonb_ttl_table_rows_deleted_total db_a accounts "$label") $(metric_part jsonb_ttl_table_runs_total db_a accounts "$label") $(metric_part jsonb_ttl_table_errors_total db_a accounts "$label") $(metric_part jsonb_ttl_backlog_rows db_a accounts "$label")"
+  done
+}
+q db_a >/dev/null <<'SQL'
+CREATE TABLE accounts (id int PRIMARY KEY, doc jsonb NOT NULL);
+SELECT FROM ttl_index_create('accounts', 'at', interval '10 minutes', row_ttl_path => 'ttl');
+SELECT ttl_field_create('accounts', 'otp.issuedAt', interval '15 minutes');
+SELECT ttl_field_create('accounts', 'reset.at', interval '30 days');
+-- codes issued an hour ago: the worker removes them; the rows stay (at: now)
+INSERT INTO accounts SELECT g, jsonb_build_object('at', now(), 'ttl', CASE WHEN g % 2 = 0 THEN 86400 END,
+                                                  'otp', jsonb_build_object('code', g, 'issuedAt', now() - interval '1 hour'),
+                                                  'reset', jsonb_build_object('at', now()))
+FROM generate_series(1, 10) g;
+SQL
+# the worker visits each part once, so that each has a backlog (0) and a run
+visited() {
+  [ "$(q db_a -c "SELECT count(*) FILTER (WHERE runs > 0 AND backlog IS NOT NULL) || ' ' || count(*) FROM ttl_stats
+                  WHERE table_name = 'accounts'::regclass")" = "$1 $1" ]
+}
+set_guc jsonb_ttl.enabled on
+wait_for "the worker visits the 4 parts of accounts (expire_after, row_ttl, 2 field TTLs)" 10 visited 4
+set_guc jsonb_ttl.enabled off
+wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
+expect_eq "the worker removed the 10 expired codes, kept the rows" "10 0" \
+  "$(q db_a -c "SELECT count(*) FILTER (WHERE NOT doc ? 'otp') || ' ' || count(*) FILTER (WHERE doc ? 'otp') FROM accounts")"
+scrape_status
+scrape_is_whole "accounts with 2 field TTLs" "$HTTP_STATUS"
+check_parts "accounts" expire_after=600 row_ttl=0 "field otp.issuedAt=900" "field reset.at=2592000"
+
+# a field TTL whose path is 2,107 characters: its part, 2,113, went whole through ts_stat, whose
+# words hold 2046 bytes, and failed the queries of every table of the database (word is too long)
+LONG=meta.$(printf 'k%.0s' $(seq 2100)).at
+q db_a >/dev/null <<SQL
+SELECT ttl_field_create('accounts', '$LONG', interval '1 hour');
+INSERT INTO accounts VALUES (11, jsonb_build_object('at', now(), 'meta', jsonb_build_object('$(printf 'k%.0s' $(seq 2100))', jsonb_build_object('at', now() - interval '2 hours'))));
+SQL
+set_guc jsonb_ttl.enabled on
+wait_for "the worker visits the 5 parts of accounts, the long field TTL's too" 10 visited 5
+set_guc jsonb_ttl.enabled off
+wait_for "passes stop (enabled = off)" 5 passes_stopped db_a
+expect_eq "and removed the long field of row 11" f "$(q db_a -c "SELECT doc ? 'meta' AND doc->'meta' <> '{}' FROM accounts WHERE id = 11")"
+scrape_status
+scrape_is_whole "accounts with a field TTL of 2,113 characters" "$HTTP_STATUS"
+check_parts "accounts" expire_after=600 row_ttl=0 "field otp.issuedAt=900" "field reset.at=2592000" "field $LONG=3600"
+expect_eq "no label of jsonb_ttl's series of 116 characters or more" "" "$(grep '^jsonb_ttl' "$SCRAPE" | grep -oE '="[^"]{116,}"' | head -1 | cut -c1-80)"
+expect_eq "the other tables of db_a keep their series (events)" 60 "$(metric jsonb_ttl_table_rows_deleted_total db_a events)"
+# the rows that never expire, and a pause, with the long part beside them
+expect_eq "ttl_index_pause('accounts')" t "$(q db_a -c "SELECT ttl_index_pause('accounts')")"
+q db_a -c "ANALYZE accounts"
+scrape_status
+scrape_is_whole "accounts paused" "$HTTP_STATUS"
+expect_eq "jsonb_ttl_pause_info for accounts' parts: as ttl_stats.paused says" \
+  "$(q db_a -c "SELECT count(*) FROM ttl_stats WHERE table_name = 'accounts'::regclass AND paused")" \
+  "$(grep -c '^jsonb_ttl_pause_info{database="db_a",[^}]*,table="accounts",' "$SCRAPE" || true)"
+expect_eq "jsonb_ttl_never_expire_rows for accounts' parts: as ttl_stats.rows_never_expire says" \
+  "$(q db_a -c "SELECT count(rows_never_expire) FROM ttl_stats WHERE table_name = 'accounts'::regclass")" \
+  "$(grep -c '^jsonb_ttl_never_expire_rows{database="db_a",[^}]*,table="accounts",' "$SCRAPE" || true)"
+
+echo "== each query of the file planned below jit_above_cost, nothing JIT-compiled"
+# (each scrape JIT-compiled every query whose plan cost passed jit_above_cost: 40-150 ms a
+# query, where running it takes a few: and in every database of --auto-discover-databases, with
+# jsonb_ttl or without.) EXPLAIN gives the query's own plan; auto_explain, with nested
+# statements, each statement it runs (the inner query ts_stat runs, the view's): their cost and
+# whether any was JIT-compiled. As the superuser, who may preload auto_explain in a session.
+jit_report() {  # jit_report DB: one line per query of the file: name, its cost, the costliest statement it ran, JIT
+  python3 - "$QUERIES" "$1" "$PGBIN/psql" "$SOCK" "$PORT" <<'PY'
+import json, os, re, subprocess, sys
+path, db, psql, sock, port = sys.argv[1:]
+# the file's queries, each a block scalar ("  query: |", its lines indented by 4), without a YAML module
+queries, name, lines = {}, None, None
+for line in open(path).read().splitlines():
+    if re.match(r"^[a-z_]+:$", line):
+        name, lines = line[:-1], None
+    elif line == "  query: |":
+        lines = queries.setdefault(name, [])
+    elif lines is not None and (line.startswith("    ") or line == ""):
+        lines.append(line[4:])
+    else:
+        lines = None
+queries = {n: {"query": "\n".join(l)} for n, l in queries.items()}
+def run(sql, options=""):
+    return subprocess.run([psql, "-h", sock, "-p", port, "-U", "postgres", "-d", db, "-X", "-At",
+                           "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True,
+                          env=dict(os.environ, PGOPTIONS=options))
+for name, spec in queries.items():
+    q = spec["query"]
+    out = run("EXPLAIN (FORMAT JSON) " + q)
+    if out.returncode:
+        print(name, "error", out.stderr.strip().splitlines()[0][:200]); continue
+    cost = json.loads(out.stdout)[0]["Plan"]["Total Cost"]
+    out = run(q, "-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0"
+                 " -c auto_explain.log_nested_statements=on -c auto_explain.log_level=notice"
+                 " -c auto_explain.log_format=json -c client_min_messages=notice")
+    if out.returncode:
+        print(name, "error", out.stderr.strip().splitlines()[-1][:200]); continue
+    plans = []
+    for chunk in re.split(r"NOTICE:  duration: [0-9.]+ ms  plan:\n", out.stderr)[1:]:
+        plans.append(json.JSONDecoder().raw_decode(chunk.strip())[0])
+    worst = max(plans, key=lambda p: p["Plan"]["Total Cost"]) if plans else None
+    jit = [p["Query Text"].split()[0:3] for p in plans if p.get("JIT", {}).get("Functions", 0)]
+    print(name, round(cost), len(plans), round(worst["Plan"]["Total Cost"]) if worst else 0,
+          "jit:" + ("none" if not jit else str(len(jit))),
+          re.sub(r"\s+", " ", worst["Query Text"])[:60].replace(" ", "_") if worst else "-")
+PY
+}
+limit=$(q db_a -c "SELECT current_setting('jit_above_cost')::float8::bigint")
+expect_eq "jit_above_cost is its default, and JIT is on" "100000 on" "$limit $(q db_a -c "SHOW jit")"
+for db in db_a db_b plain; do
+  report=$(jit_report $db 2>&1) || true
+  while read -r name cost statements worst jit text; do
+    [ -n "$name" ] || continue
+    if [ "$cost" = error ]; then fail "$db $name: $statements $worst $jit $text"; continue; fi
+    if [ "$cost" -lt "$limit" ] && [ "$worst" -lt "$limit" ] && [ "$jit" = jit:none ]; then
+      pass "$db $name: planned at $cost; $statements statement(s), the costliest $worst; no JIT"
+    else
+      fail "$db $name: planned at $cost, $statements statement(s), the costliest $worst ($text), $jit (jit_above_cost $limit)"
+    fi
+  done <<<"$report"
+  expect_eq "$db: a line for each of the file's 6 queries" 6 "$(echo "$report" | grep -c .)"
+done
 
 echo "== the Grafana dashboard: well-formed, and only metrics of the file"
 dash=$(python3 - "$DASHBOARD" "$(echo "$metrics" | cut -d' ' -f1 | tr '\n' ' ')" <<'PY'
