@@ -74,19 +74,20 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
         "SELECT ttl_index_resume({})",
         quote_literal(&index.display_name)
     );
-    let seen = describe(&index, &backlog);
+    // the points in time as read, said where a mistake is suspected (they change with now)
+    let seen = || describe(&index, &backlog);
     let (message, detail, hint) = match (over, index.paused, occasion) {
         // created paused: the operator reviews first, and the resume is the review
         (_, true, Occasion::Created) => {
             release(ext, table);
             (
                 format!(
-                    "{} row(s) of {} are expired already: the TTL index is paused, nothing \
+                    "{} row(s) of {} are expired already: the TTL index is paused: nothing \
                      goes before it is resumed",
                     backlog.expired, table.name
                 ),
-                seen,
-                format!("ttl_expire_preview() shows what would go. When they may go: {resume}"),
+                "ttl_expire_preview() shows what would go.".to_string(),
+                format!("When they may go: {resume}"),
             )
         }
         (true, paused, _) => {
@@ -99,7 +100,7 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
                      nothing goes until it is resumed",
                     backlog.expired, backlog.rows, table.name
                 ),
-                format!("{seen} jsonb_ttl.max_table_fraction is {fraction}."),
+                format!("{} jsonb_ttl.max_table_fraction is {fraction}.", seen()),
                 format!(
                     "Check the time zone (time_zone), the unit of numbers (numeric_unit) and \
                      the path: a mistake in any of them expires a whole table. \
@@ -116,19 +117,25 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
                     backlog.expired, table.name
                 ),
                 format!(
-                    "{seen} At most {} a pass (jsonb_ttl.max_table_removes).",
+                    "At most {} a pass (jsonb_ttl.max_table_removes). Creating the index is \
+                     their review: the safety brake lets them go, and holds again once they \
+                     are gone.",
                     gucs::MAX_TABLE_REMOVES.get()
                 ),
                 "To look at them first, create the index with paused => true.".to_string(),
             )
         }
-        (false, _, Occasion::Altered(option)) => (
+        (false, paused, Occasion::Altered(option)) => (
             format!(
-                "{} row(s) of {} expire under the new {option}: the worker deletes them from \
-                 its next pass on",
-                backlog.expired, table.name
+                "{} row(s) of {} expire under the new {option}: {}",
+                backlog.expired,
+                table.name,
+                match paused {
+                    true => "they go once the TTL index is resumed",
+                    false => "the worker deletes them from its next pass on",
+                }
             ),
-            seen,
+            not_held(limit, fraction),
             "ttl_expire_preview() shows what would go; ttl_index_pause() stops the worker."
                 .to_string(),
         ),
@@ -146,6 +153,22 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
     Some(backlog.expired)
 }
 
+/// Why a backlog is not held: the brake is off, the table is small, or it is within the fraction.
+fn not_held(limit: Option<i64>, fraction: f64) -> String {
+    match limit {
+        None if fraction >= 1.0 => {
+            "The safety brake is off (jsonb_ttl.max_table_fraction = 1): not held.".to_string()
+        }
+        None => format!(
+            "The table has fewer than jsonb_ttl.brake_min_rows ({}) rows: not held.",
+            gucs::BRAKE_MIN_ROWS.get()
+        ),
+        Some(_) => {
+            format!("Within jsonb_ttl.max_table_fraction ({fraction}) of the table: not held.")
+        }
+    }
+}
+
 /// The points in time as read, in the zone used, against now.
 fn describe(index: &TtlIndex, backlog: &Backlog) -> String {
     let numbers = match index.unit.name() {
@@ -154,13 +177,16 @@ fn describe(index: &TtlIndex, backlog: &Backlog) -> String {
     };
     format!(
         "Read from {} (numbers as Unix {numbers}, local times in {}), their points in time run \
-         from {} to {}; now is {}, and they expire {} after them.",
+         from {} to {}; now is {}, and they expire {}.",
         quote_literal(&index.path),
         backlog.zone,
         backlog.oldest,
         backlog.newest,
         backlog.now,
-        index.expire_after,
+        match index.expire_after.as_micros() {
+            0 => "at them".to_string(),
+            _ => format!("{} after them", index.expire_after),
+        },
     )
 }
 

@@ -355,11 +355,37 @@ pub(crate) fn refuse_duplicate(table: &Table, current: &TtlIndex, differences: &
         ),
         format!("It differs in {}.", differences.join("; ")),
         format!(
-            "A table has one TTL index. Change it with ttl_index_alter({}, …) (expire_after, \
-             time_zone, filter, touch, hide_expired, drop_partitions), or drop it with \
-             ttl_index_drop({}) first.",
+            "A table has one TTL index. Change it with ttl_index_alter({}, …) ({}), or drop it \
+             with ttl_index_drop({}) first.",
             quote_literal(&table.name),
+            ALTERABLE,
             quote_literal(&table.name)
         ),
     )
+}
+
+/// What `ttl_index_alter` changes, as its arguments are named (sql/api.sql), for HINTs.
+pub(crate) const ALTERABLE: &str = "expire_after, path, numeric_unit, row_ttl_path, time_zone, \
+     filter, touch, hide_expired, drop_partitions, delete_window, batch_size, \
+     max_removes_per_second, replication_origin, logical_message, archive_to";
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    /// The HINTs' list of what `ttl_index_alter` changes is its arguments, every one of them.
+    #[pg_test]
+    fn alterable_is_what_ttl_index_alter_takes() {
+        let arguments = Spi::get_one::<String>(
+            "SELECT pg_catalog.string_agg(a, ', ' ORDER BY a) \
+             FROM pg_catalog.pg_proc p, pg_catalog.unnest(p.proargnames) a \
+             WHERE p.proname = 'ttl_index_alter' AND p.pronargs > 2 AND a <> 'tbl'",
+        )
+        .expect("pg_proc is readable")
+        .expect("ttl_index_alter exists");
+        let mut listed: Vec<&str> = super::ALTERABLE.split(", ").collect();
+        listed.sort();
+        assert_eq!(listed.join(", "), arguments);
+    }
 }

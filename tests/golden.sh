@@ -31,7 +31,7 @@ fi
 name=golden-$mode
 scripts/cluster.sh destroy "$name"
 trap 'scripts/cluster.sh destroy "$name"' EXIT
-scripts/cluster.sh start "$name" "$port" "jsonb_ttl.enabled = off"
+scripts/cluster.sh start "$name" "$port" "jsonb_ttl.enabled = off" "timezone = 'UTC'"
 
 out=build/$mode-out
 rm -rf "$out" && mkdir -p "$out" && chmod 777 "$out"

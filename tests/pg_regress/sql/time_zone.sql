@@ -1,29 +1,33 @@
 -- A timestamp (without time zone) column holds a local time. A TTL index reads it in its own
--- time zone: by default the TimeZone of the session that creates the index (how PostgreSQL
--- itself compares that column with now() in that session), or the time_zone argument. The zone
--- is stored with the index and shown in ttl_indexes; the worker never uses its own session's.
+-- time zone: the time_zone argument, or by default the database's own default TimeZone (ALTER
+-- DATABASE … SET TimeZone, else postgresql.conf: here UTC), what the application's sessions get.
+-- Never silently the zone of the session that creates the index: a DBA's psql in New York is not
+-- the application writing the rows. When the two differ, creation says which it took. The zone is
+-- stored with the index and shown in ttl_indexes; the worker never uses its own session's.
 -- express-session's connect-pg-simple, for one, writes expire = to_timestamp(…) into a
--- timestamp column: in a New York session that is New York time.
+-- timestamp column: in the application's (UTC) session that is UTC wall time.
 \set SHOW_CONTEXT never
-SET TimeZone = 'America/New_York';
 CREATE TABLE web_sessions (sid text PRIMARY KEY, sess json NOT NULL, expire timestamp(6) NOT NULL);
 INSERT INTO web_sessions VALUES
   ('gone',      '{}', to_timestamp(extract(epoch FROM now()) - 60)),     -- expired a minute ago
   ('for-1h',    '{}', to_timestamp(extract(epoch FROM now()) + 3600)),   -- an hour to live
   ('for-5h',    '{}', to_timestamp(extract(epoch FROM now()) + 5 * 3600));
+-- the DBA's session is in New York; the index reads the column in the database's zone, and says so
+SET TimeZone = 'America/New_York';
 SELECT index_name, column_name, expire_after, time_zone
 FROM ttl_index_create('web_sessions', 'expire', 0);
 SELECT indexdef FROM pg_indexes WHERE indexname = 'web_sessions_ttl_idx';
 SELECT table_name, path, time_zone FROM ttl_indexes;
 
--- whatever the TimeZone of the session that purges (the worker's is UTC), only the expired
--- session goes: read as UTC, the two live ones (5 hours behind UTC here) would go too
-SET TimeZone = 'UTC';
+-- whatever the TimeZone of the session that purges (the worker's is the database's), only the
+-- expired session goes: read in New York's zone, the two live ones (UTC wall times, 5 hours
+-- ahead of New York's) would look 5 hours older, and the one with an hour to live would go too
+SET TimeZone = 'Asia/Tokyo';
 BEGIN;
 SELECT ttl_expire_now('web_sessions') AS removed;
 SELECT sid FROM web_sessions ORDER BY sid;
 ROLLBACK;
-SET TimeZone = 'Asia/Tokyo';
+SET TimeZone = 'UTC';
 SELECT ttl_expire_now('web_sessions') AS removed;
 SELECT sid FROM web_sessions ORDER BY sid;
 
