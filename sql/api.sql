@@ -366,6 +366,25 @@ AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, expire_after, remov
 COMMENT ON FUNCTION ttl_field_create(regclass, text, interval, text, text) IS
   'Creates a field TTL: expire_after past the date at path, the worker removes remove (by default the object holding the date) from the document. Returns false when it exists already.';
 
+-- expire_after as a number of seconds, and as typed ('1 day', '3600'), as for ttl_index_create
+CREATE FUNCTION ttl_field_create(tbl regclass, path text, expire_after numeric,
+                                 remove text DEFAULT NULL, numeric_unit text DEFAULT 's')
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), remove, numeric_unit) $$;
+COMMENT ON FUNCTION ttl_field_create(regclass, text, numeric, text, text) IS
+  'Creates a field TTL, with expire_after in seconds.';
+
+CREATE FUNCTION ttl_field_create(tbl regclass, path text, expire_after text,
+                                 remove text DEFAULT NULL, numeric_unit text DEFAULT 's')
+RETURNS boolean
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after), remove, numeric_unit) $$;
+COMMENT ON FUNCTION ttl_field_create(regclass, text, text, text, text) IS
+  'Creates a field TTL, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
+
 CREATE FUNCTION ttl_field_alter(tbl regclass, path text, expire_after interval)
 RETURNS void
 LANGUAGE sql VOLATILE
@@ -373,6 +392,22 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, expire_after) $$;
 COMMENT ON FUNCTION ttl_field_alter(regclass, text, interval) IS
   'Changes the expire_after of the field TTL on path.';
+
+CREATE FUNCTION ttl_field_alter(tbl regclass, path text, expire_after numeric)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after)) $$;
+COMMENT ON FUNCTION ttl_field_alter(regclass, text, numeric) IS
+  'Changes the expire_after of the field TTL on path, in seconds.';
+
+CREATE FUNCTION ttl_field_alter(tbl regclass, path text, expire_after text)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after)) $$;
+COMMENT ON FUNCTION ttl_field_alter(regclass, text, text) IS
+  'Changes the expire_after of the field TTL on path, as typed: ''1 day'', or ''3600'' seconds.';
 
 CREATE FUNCTION ttl_field_drop(tbl regclass, path text)
 RETURNS boolean

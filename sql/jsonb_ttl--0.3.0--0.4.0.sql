@@ -725,6 +725,25 @@ AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, expire_after, remov
 COMMENT ON FUNCTION @extschema@.ttl_field_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.text) IS
   'Creates a field TTL: expire_after past the date at path, the worker removes remove (by default the object holding the date) from the document. Returns false when it exists already.';
 
+-- expire_after as a number of seconds, and as typed ('1 day', '3600'), as for ttl_index_create
+CREATE FUNCTION @extschema@.ttl_field_create(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.numeric,
+                                 remove pg_catalog.text DEFAULT NULL, numeric_unit pg_catalog.text DEFAULT 's')
+RETURNS pg_catalog.bool
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after), remove, numeric_unit) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric, pg_catalog.text, pg_catalog.text) IS
+  'Creates a field TTL, with expire_after in seconds.';
+
+CREATE FUNCTION @extschema@.ttl_field_create(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.text,
+                                 remove pg_catalog.text DEFAULT NULL, numeric_unit pg_catalog.text DEFAULT 's')
+RETURNS pg_catalog.bool
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_create(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after), remove, numeric_unit) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_create(pg_catalog.regclass, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text) IS
+  'Creates a field TTL, with expire_after as typed: ''1 day'', or ''3600'' seconds.';
+
 CREATE FUNCTION @extschema@.ttl_field_alter(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.interval)
 RETURNS void
 LANGUAGE sql VOLATILE
@@ -732,6 +751,22 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, expire_after) $$;
 COMMENT ON FUNCTION @extschema@.ttl_field_alter(pg_catalog.regclass, pg_catalog.text, pg_catalog.interval) IS
   'Changes the expire_after of the field TTL on path.';
+
+CREATE FUNCTION @extschema@.ttl_field_alter(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.numeric)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, jsonb_ttl_internal._ttl_seconds(expire_after)) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_alter(pg_catalog.regclass, pg_catalog.text, pg_catalog.numeric) IS
+  'Changes the expire_after of the field TTL on path, in seconds.';
+
+CREATE FUNCTION @extschema@.ttl_field_alter(tbl pg_catalog.regclass, path pg_catalog.text, expire_after pg_catalog.text)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT jsonb_ttl_internal._ttl_field_alter(tbl, path, jsonb_ttl_internal._ttl_interval(expire_after)) $$;
+COMMENT ON FUNCTION @extschema@.ttl_field_alter(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+  'Changes the expire_after of the field TTL on path, as typed: ''1 day'', or ''3600'' seconds.';
 
 CREATE FUNCTION @extschema@.ttl_field_drop(tbl pg_catalog.regclass, path pg_catalog.text)
 RETURNS pg_catalog.bool

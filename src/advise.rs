@@ -1,7 +1,8 @@
-//! Advice when a TTL index is created, or its path or unit altered: a NOTICE (a WARNING where
-//! rows would expire at once) for a path in JSONPath or SQL syntax, for numbers that look like
-//! another unit than `numeric_unit`, and for sampled rows with no point in time at the path,
-//! each with its fix in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's
+//! Advice when a TTL index or a field TTL is created, or a TTL index's path or unit altered: a
+//! NOTICE (a WARNING where rows would expire at once) for a path in JSONPath or SQL syntax, for
+//! numbers that look like another unit than `numeric_unit`, for local times without an offset
+//! read as UTC, and for sampled rows with no point in time at the path (for a field TTL: when
+//! none has one), each with its fix in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's
 //! first 1,000 rows, read as its owner (`as_table_owner`: the owner's row security, never the
 //! caller's rights) in a subtransaction, so that nothing it meets can fail the creation.
 
@@ -25,6 +26,8 @@ pub(crate) struct Definition<'a> {
     pub resolved: &'a Resolved,
     pub unit: NumericUnit,
     pub zone: Option<&'a str>,
+    /// A field TTL's date (see [`crate::field`]), not a TTL index's.
+    pub field: bool,
 }
 
 /// Raises the advice on `spec`, just created on `table` (see [`on_definition`]).
@@ -34,6 +37,7 @@ pub(crate) fn on_create(ext: &Extension, table: &Table, spec: &IndexSpec) {
         resolved: &spec.resolved,
         unit: spec.unit,
         zone: spec.zone.as_deref(),
+        field: false,
     };
     on_definition(ext, table, &definition);
 }
@@ -44,8 +48,20 @@ pub(crate) fn on_definition(ext: &Extension, table: &Table, spec: &Definition) {
     let mut advice: Vec<Advice> = advice::path_syntax(spec.path).into_iter().collect();
     if let Some(sample) = sample(ext, table, spec) {
         advice.extend(advice::numeric_unit(spec.path, spec.unit, sample.scales));
-        // rows without a point in time: said when nothing above explains them already
-        if advice.is_empty() {
+        if spec.zone.is_none() {
+            let database = crate::zone::database_zone();
+            let zone = (!crate::zone::same_zone(&database, "UTC")).then_some(database.as_str());
+            advice.extend(advice::naive_strings(
+                spec.path,
+                sample.naive,
+                sample.dated,
+                zone,
+            ));
+        }
+        // rows without a point in time: said when nothing above explains them already (a
+        // field TTL's documents without the field are the usual case: said when none has it)
+        let none_dated = sample.unreadable == sample.rows;
+        if advice.is_empty() && (none_dated || !spec.field) {
             advice.extend(advice::unreadable(
                 spec.path,
                 spec.resolved,
@@ -55,7 +71,10 @@ pub(crate) fn on_definition(ext: &Extension, table: &Table, spec: &Definition) {
             ));
         }
     }
-    for advice in advice {
+    for mut advice in advice {
+        if spec.field {
+            advice = for_field(advice, spec.path);
+        }
         let (code, level) = match advice.warning {
             true => (PgSqlErrorCode::ERRCODE_WARNING, PgLogLevel::WARNING),
             false => (
@@ -79,6 +98,63 @@ pub(crate) fn on_definition(ext: &Extension, table: &Table, spec: &Definition) {
     }
 }
 
+/// `advice` for a field TTL on `path`: its fixes are a drop and a create (ttl_field_alter
+/// changes only expire_after), and documents without a date keep all their fields.
+fn for_field(advice: Advice, path: &str) -> Advice {
+    let again = |args: &str| {
+        format!(
+            "ttl_field_drop('…', {}), then ttl_field_create('…', {args})",
+            pgrx::spi::quote_literal(path)
+        )
+    };
+    let quoted = pgrx::spi::quote_literal(path);
+    let mut hint = advice.hint;
+    if hint.starts_with("If they are another zone's wall times") {
+        hint = "A field TTL reads them as UTC: have the writer add the offset (Z or ±HH:MM), \
+                or store seconds since 1970."
+            .to_string();
+    }
+    for (from, to) in [
+        (
+            "ttl_index_pause('…') now, then ttl_index_alter('…', numeric_unit => 's')".to_string(),
+            again(&format!("{quoted}, …, numeric_unit => 's'")),
+        ),
+        (
+            "ttl_index_alter('…', numeric_unit => 'ms')".to_string(),
+            again(&format!("{quoted}, …, numeric_unit => 'ms'")),
+        ),
+    ] {
+        hint = hint.replace(&from, &to);
+    }
+    // a path's fix: ttl_index_alter('…', path => '<meant>')
+    if let Some(at) = hint.find("ttl_index_alter('…', path => ") {
+        let rest = &hint[at + "ttl_index_alter('…', path => ".len()..];
+        if let Some(end) = rest.find(')') {
+            let meant = rest[..end].to_string();
+            hint = format!(
+                "{}{}{}",
+                &hint[..at],
+                again(&format!("{meant}, …")),
+                &rest[end + 1..]
+            );
+        }
+    }
+    Advice {
+        message: advice
+            .message
+            .replace(
+                ": they never expire",
+                ": the field TTL removes nothing from them",
+            )
+            .replace("rows have no point in time", "documents have no date"),
+        hint: hint.replace(
+            "A row without one is kept until it gets one; ttl_stats.rows_never_expire counts them.",
+            "Documents without the date keep every field.",
+        ),
+        warning: advice.warning,
+    }
+}
+
 /// What the sample found.
 struct Sample {
     rows: u64,
@@ -88,11 +164,18 @@ struct Sample {
     scales: [u64; 3],
     /// The keys of the objects where the path's last key should be, the most frequent first.
     keys: Vec<String>,
+    /// Rows with a point in time at the path, and of those the strings with a time of day and
+    /// no offset (read as UTC: they read otherwise in another zone).
+    dated: u64,
+    naive: u64,
 }
 
 /// The sample of `table` under `spec`, as its owner; `None` when it could not be read.
 fn sample(ext: &Extension, table: &Table, spec: &Definition) -> Option<Sample> {
     let reference = reference::reference_expr(ext, spec.resolved, spec.unit, spec.zone).ok()?;
+    // the same point in time read 14 hours east: differs for a local time only
+    let east = reference::reference_expr(ext, spec.resolved, spec.unit, Some("Etc/GMT-14"))
+        .unwrap_or_else(|_| reference.clone());
     let owner = owner::table_owner(table.oid)?;
     let column = pgrx::spi::quote_identifier(&spec.resolved.column);
     let rows = format!(
@@ -105,10 +188,14 @@ fn sample(ext: &Extension, table: &Table, spec: &Definition) -> Option<Sample> {
                 (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.<) {MILLIS_FROM}))::pg_catalog.int8, \
                 (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MILLIS_FROM} \
                                               AND s.n OPERATOR(pg_catalog.<) {MICROS_FROM}))::pg_catalog.int8, \
-                (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MICROS_FROM}))::pg_catalog.int8 \
-         FROM (SELECT {reference} AS r, {column} AS c, {} AS n FROM {rows}) s",
+                (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MICROS_FROM}))::pg_catalog.int8, \
+                (pg_catalog.count(*) FILTER (WHERE s.r IS NOT NULL))::pg_catalog.int8, \
+                (pg_catalog.count(*) FILTER (WHERE s.r IS NOT NULL AND s.r IS DISTINCT FROM s.e \
+                                             AND pg_catalog.length(s.t) OPERATOR(pg_catalog.>) 10))::pg_catalog.int8 \
+         FROM (SELECT {reference} AS r, {east} AS e, {column} AS c, {} AS n, {} AS t FROM {rows}) s",
         unreadable(spec.resolved),
-        number(spec.resolved)
+        number(spec.resolved),
+        string(spec.resolved)
     );
     let keys = keys_sql(spec.resolved, &rows);
     let read = || {
@@ -123,6 +210,8 @@ fn sample(ext: &Extension, table: &Table, spec: &Definition) -> Option<Sample> {
                     unreadable: count(2)?,
                     scales: [count(3)?, count(4)?, count(5)?],
                     keys: Vec::new(),
+                    dated: count(6)?,
+                    naive: count(7)?,
                 };
                 if let (Some(keys), true) = (&keys, sample.unreadable > 0) {
                     for key in client.select(keys, None, &[])? {
@@ -172,6 +261,24 @@ fn number(resolved: &Resolved) -> String {
             pgrx::spi::quote_identifier(&resolved.column)
         ),
         _ => "NULL::pg_catalog.numeric".to_string(),
+    }
+}
+
+/// The string a row holds at the path, NULL when it holds none.
+fn string(resolved: &Resolved) -> String {
+    match resolved.kind {
+        ColumnKind::Jsonb | ColumnKind::Json => {
+            let value = reference::json_value(resolved, resolved.json_path.len());
+            format!(
+                "CASE WHEN pg_catalog.jsonb_typeof({value}) OPERATOR(pg_catalog.=) 'string'::pg_catalog.text \
+                 THEN ({value}) OPERATOR(pg_catalog.#>>) '{{}}'::pg_catalog.text[] END"
+            )
+        }
+        ColumnKind::Text => format!(
+            "({})::pg_catalog.text",
+            pgrx::spi::quote_identifier(&resolved.column)
+        ),
+        _ => "NULL::pg_catalog.text".to_string(),
     }
 }
 

@@ -192,6 +192,7 @@ pub(crate) fn set_definition(
         resolved: &resolved,
         unit,
         zone: zone.as_deref(),
+        field: false,
     };
     crate::advise::on_definition(ext, table, &definition);
     widened(

@@ -1,7 +1,8 @@
 //! Mistakes a TTL index accepts but that leave it matching nothing (or everything), told at
 //! creation: a path written in JSONPath or SQL syntax, numbers in another unit than
-//! `numeric_unit`, and rows with no point in time at the path (a typo of a key). Pure: the
-//! extension samples the table and passes the counts here.
+//! `numeric_unit`, rows with no point in time at the path (a typo of a key), and local times
+//! without an offset read as UTC. Pure: the extension samples the table and passes the counts
+//! here.
 
 mod path_syntax;
 
@@ -84,6 +85,30 @@ pub fn numeric_unit(path: &str, unit: NumericUnit, counts: [u64; 3]) -> Option<A
         ),
         hint,
         warning,
+    })
+}
+
+/// Advice when most of the `dated` sampled strings at `path` are times of day with no offset
+/// (`naive` of them), read as UTC because the TTL index has no `time_zone`: a writer that puts
+/// local wall times there (a naive `datetime`, `new Date().toLocaleString()`) has them read
+/// hours off, all expiring early or late by the zone's offset. `zone`: the database's default
+/// TimeZone, suggested when it is not UTC.
+pub fn naive_strings(path: &str, naive: u64, dated: u64, zone: Option<&str>) -> Option<Advice> {
+    if naive == 0 || naive * 2 <= dated {
+        return None;
+    }
+    let suggested = zone.unwrap_or("Area/City");
+    Some(Advice {
+        message: format!(
+            "{naive} of {dated} sampled dates at path '{path}' are local times with no offset: \
+             they are read as UTC"
+        ),
+        hint: format!(
+            "If they are another zone's wall times, say which: ttl_index_alter('…', time_zone => \
+             '{}'); a writer that can should add the offset (Z or ±HH:MM).",
+            suggested.replace('\'', "''")
+        ),
+        warning: false,
     })
 }
 
@@ -203,6 +228,40 @@ mod tests {
             kind: ColumnKind::Jsonb,
             json_path: path.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn naive_strings_advice() {
+        // (naive, dated, advice?)
+        let cases = [
+            (0, 0, false),
+            (0, 10, false),
+            (5, 10, false),
+            (6, 10, true),
+            (10, 10, true),
+        ];
+        for (naive, dated, advised) in cases {
+            assert_eq!(
+                naive_strings("at", naive, dated, None).is_some(),
+                advised,
+                "{naive} {dated}"
+            );
+        }
+        let advice = naive_strings("at", 10, 10, Some("America/New_York")).unwrap();
+        assert!(
+            advice.hint.contains("time_zone => 'America/New_York'"),
+            "{advice:?}"
+        );
+        assert!(
+            advice
+                .message
+                .starts_with("10 of 10 sampled dates at path 'at'"),
+            "{advice:?}"
+        );
+        assert!(naive_strings("at", 1, 1, None)
+            .unwrap()
+            .hint
+            .contains("'Area/City'"));
     }
 
     #[test]
