@@ -167,7 +167,9 @@ COMMENT ON FUNCTION ttl_index_create(regclass, text, numeric, text, text, text, 
 
 -- expire_after as people type it first, an untyped literal ('1 day', '3600', '86400.5'): the
 -- interval and numeric overloads would tie on it, so a text one takes it, read as PostgreSQL
--- reads an interval (a bare number is seconds, as in the numeric overload).
+-- reads an interval (a bare number is seconds, as in the numeric overload). A text that is no
+-- interval is an argument error with no CONTEXT line (_ttl_invalid_argument; a RAISE here
+-- would name this function and the wrapper).
 CREATE FUNCTION jsonb_ttl_internal._ttl_interval(expire_after text)
 RETURNS interval
 LANGUAGE plpgsql STABLE
@@ -176,10 +178,11 @@ AS $$
 BEGIN
     RETURN expire_after::pg_catalog.interval;
 EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
-    RAISE EXCEPTION 'expire_after must be an interval or a number of seconds, not %',
-                    pg_catalog.quote_literal(expire_after)
-        USING ERRCODE = '22023',
-              HINT = 'Write it as PostgreSQL reads an interval (''30 days'', ''90 minutes'', ''P1D'') or as seconds (''3600'').';
+    PERFORM jsonb_ttl_internal._ttl_invalid_argument(
+        pg_catalog.format('expire_after must be an interval or a number of seconds, not %s',
+                          pg_catalog.quote_literal(expire_after)),
+        'Write it as PostgreSQL reads an interval (''30 days'', ''90 minutes'', ''P1D'') or as seconds (''3600'').');
+    RETURN NULL;  -- not reached
 END
 $$;
 
@@ -228,9 +231,9 @@ BEGIN
        AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
        AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
        AND row_ttl_path IS NULL AND archive_to IS NULL THEN
-        RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message, archive_to or several.';
+        -- an argument error with no CONTEXT line (a RAISE would name this function)
+        PERFORM jsonb_ttl_internal._ttl_invalid_argument('nothing to change',
+            'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message, archive_to or several.');
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);

@@ -29,6 +29,33 @@ SELECT pg_catalog.pg_extension_config_dump('jsonb_ttl_internal.ttl_field', '');
 GRANT SELECT ON jsonb_ttl_internal.ttl_field TO PUBLIC;   -- as ttl_index: nothing secret
 
 
+-- Argument errors that the PL/pgSQL wrappers find themselves (an expire_after text that is no
+-- interval, ttl_index_alter with nothing to change) raised by the library, with no CONTEXT
+-- line, as every other argument error (a RAISE named the wrapper's frames).
+CREATE FUNCTION jsonb_ttl_internal."_ttl_invalid_argument"(
+	"message" TEXT, /* Option < & str > */
+	"hint" TEXT /* Option < & str > */
+) RETURNS void
+VOLATILE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_invalid_argument_wrapper';
+CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_interval(expire_after pg_catalog.text)
+RETURNS pg_catalog.interval
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN expire_after::pg_catalog.interval;
+EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+    PERFORM jsonb_ttl_internal._ttl_invalid_argument(
+        pg_catalog.format('expire_after must be an interval or a number of seconds, not %s',
+                          pg_catalog.quote_literal(expire_after)),
+        'Write it as PostgreSQL reads an interval (''30 days'', ''90 minutes'', ''P1D'') or as seconds (''3600'').');
+    RETURN NULL;  -- not reached
+END
+$$;
+
 -- The catalog table and the index helpers move to jsonb_ttl_internal (below). First the event
 -- trigger functions, which name the catalog in their text, as in sql/api.sql: ddl_command_end
 -- fires at each statement of the move, and PL/pgSQL resolves a table only when it runs.
@@ -451,9 +478,9 @@ BEGIN
        AND batch_size IS NULL AND max_removes_per_second IS NULL AND replication_origin IS NULL
        AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
        AND row_ttl_path IS NULL AND archive_to IS NULL THEN
-        RAISE EXCEPTION 'nothing to change'
-            USING ERRCODE = '22023',
-                  HINT = 'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message, archive_to or several.';
+        -- an argument error with no CONTEXT line (a RAISE would name this function)
+        PERFORM jsonb_ttl_internal._ttl_invalid_argument('nothing to change',
+            'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, touch, hide_expired, drop_partitions, filter, delete_window, batch_size, max_removes_per_second, replication_origin, logical_message, archive_to or several.');
     END IF;
     IF expire_after IS NOT NULL THEN
         PERFORM jsonb_ttl_internal._ttl_index_alter(tbl, expire_after);

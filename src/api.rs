@@ -28,6 +28,27 @@ fn ttl_seconds(seconds: Option<AnyNumeric>) -> Interval {
     spec::seconds(seconds)
 }
 
+/// An invalid argument (SQLSTATE 22023) that a PL/pgSQL wrapper of sql/api.sql finds itself
+/// (an `expire_after` text that is no interval, `ttl_index_alter` with nothing to change),
+/// raised here so that it carries no CONTEXT line, like every other argument error
+/// ([`crate::error::raise`]): a RAISE in PL/pgSQL would add the wrapper's frames ("PL/pgSQL
+/// function jsonb_ttl_internal._ttl_interval(text) line 5 at RAISE", "SQL function
+/// "ttl_index_create" statement 1").
+#[pg_extern(
+    volatile,
+    parallel_safe,
+    name = "_ttl_invalid_argument",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_invalid_argument(message: Option<&str>, hint: Option<&str>) {
+    crate::error::raise(
+        pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message.unwrap_or("invalid argument"),
+        hint.unwrap_or_default(),
+    )
+}
+
 /// `ttl_index_create` as 0.1.0's SQL calls it (no time_zone): the library serves it until
 /// `ALTER EXTENSION jsonb_ttl UPDATE` runs.
 #[pg_extern(

@@ -1,14 +1,24 @@
--- Every bad argument is a clear error with a SQLSTATE and a HINT, and creates or changes nothing.
--- attempt(statement) runs one statement and reports how it failed.
-CREATE FUNCTION attempt(statement text, OUT code text, OUT message text, OUT hint text)
+-- Every bad argument is a clear error with a SQLSTATE and a HINT, and no CONTEXT line (the
+-- frames of the SQL and PL/pgSQL wrappers say nothing about the argument), and creates or
+-- changes nothing.
+-- attempt(statement) runs one statement and reports how it failed; its context is the error's
+-- CONTEXT less attempt()'s own frame (its EXECUTE of the statement), empty for every argument error.
+CREATE FUNCTION attempt(statement text, OUT code text, OUT message text, OUT hint text,
+                        OUT context text)
 LANGUAGE plpgsql AS $$
+DECLARE
+    frames text;
 BEGIN
     EXECUTE statement;
     code := '00000';
     message := 'succeeded';
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-                            hint = PG_EXCEPTION_HINT;
+                            hint = PG_EXCEPTION_HINT, frames = PG_EXCEPTION_CONTEXT;
+    SELECT string_agg(frame, E'\n') INTO context
+    FROM regexp_split_to_table(frames, E'\n') AS frame
+    WHERE frame !~ '^PL/pgSQL function attempt\(text\) line \d+ at EXECUTE$'
+      AND frame <> format('SQL statement "%s"', statement);
 END
 $$;
 
@@ -55,11 +65,17 @@ FROM (VALUES
   ($$SELECT ttl_index_create('docs', 'ts', 'NaN'::numeric)$$),
   ($$SELECT ttl_index_create('docs', 'ts', 'Infinity'::numeric)$$),
   ($$SELECT ttl_index_create('docs', 'ts', 1e300)$$),
+  ($$SELECT ttl_index_create('docs', 'ts', '10 minuts')$$),
+  ($$SELECT ttl_index_create('docs', 'ts', 'soon'::text)$$),
   -- numeric_unit
   ($$SELECT ttl_index_create('docs', 'ts', interval '1 day', 'seconds')$$),
   ($$SELECT ttl_index_create('docs', 'ts', interval '1 day', NULL)$$),
   -- alter, drop and expire where there is no TTL index
+  ($$SELECT ttl_index_alter('docs')$$),
+  ($$SELECT ttl_index_alter('docs', '10 minuts')$$),
   ($$SELECT ttl_index_alter('docs', interval '1 day')$$),
+  ($$SELECT ttl_field_create('docs', 'otp.at', '10 minuts')$$),
+  ($$SELECT ttl_field_alter('docs', 'otp.at', '10 minuts')$$),
   ($$SELECT ttl_index_drop('docs')$$),
   ($$SELECT ttl_expire_now('docs')$$),
   ($$SELECT ttl_expire_now(NULL, -1)$$)
@@ -71,6 +87,16 @@ SELECT * FROM attempt($$SELECT ttl_index_create('docs', 'ts', interval '2 days')
 SELECT * FROM attempt($$SELECT ttl_index_create('docs', 'other', interval '1 day')$$);
 SELECT * FROM attempt($$SELECT ttl_index_create('docs', 'ts', interval '1 day', 'ms')$$);
 \x off
+
+-- what psql shows of a typo in expire_after, and of an alter that changes nothing: the error and
+-- its HINT, no CONTEXT line (before 0.4.0 they named the wrappers: "PL/pgSQL function
+-- jsonb_ttl_internal._ttl_interval(text) line 5 at RAISE", "SQL function "ttl_index_create"
+-- statement 1")
+\set SHOW_CONTEXT always
+SELECT ttl_index_create('docs', 'ts', '10 minuts');
+SELECT ttl_index_alter('docs', '10 minuts');
+SELECT ttl_index_alter('docs');
+\set SHOW_CONTEXT errors
 SELECT ttl_index_drop('docs');
 
 -- nothing was created by the failed calls
