@@ -113,8 +113,9 @@ pub static MAX_SLOT_WAL_KEEP_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// `max_removes_per_second` can only approximate (a row's WAL depends on its size and indexes).
 pub static MAX_WAL_RATE_KB: GucSetting<i32> = GucSetting::<i32>::new(0);
 
-/// `jsonb_ttl.expiring`: `on` while jsonb_ttl deletes expired rows (the worker's batches and
-/// `ttl_expire_now()`), for the triggers they fire: a statement trigger with a transition table
+/// `jsonb_ttl.expiring`: `on` while jsonb_ttl removes expired rows or fields (the worker's
+/// batches, their archive INSERT and its trial, field TTLs' UPDATEs, `ttl_expire_now()`,
+/// `ttl_field_expire_now()`), for the triggers they fire: a statement trigger with a transition table
 /// (`REFERENCING OLD TABLE AS expired`) tests `current_setting('jsonb_ttl.expiring', true)` to
 /// roll expired rows up, audit or cascade them, and leaves the application's own deletes alone.
 /// `off` everywhere else. Superuser-only (`PGC_SUSET`; ALTER SYSTEM refuses it, and it has no
@@ -146,7 +147,7 @@ fn register_expiring() {
     GucRegistry::define_bool_guc(
         c"jsonb_ttl.expiring",
         c"Whether the current DELETE is jsonb_ttl's removal of expired rows (read by triggers).",
-        c"on in the worker's batches and in ttl_expire_now(), off elsewhere; not for postgresql.conf.",
+        c"on while jsonb_ttl removes expired rows or fields (the worker's batches, ttl_expire_now(), ttl_field_expire_now()), off elsewhere; not for postgresql.conf.",
         &EXPIRING,
         GucContext::Suset,
         GucFlags::DISALLOW_IN_FILE | GucFlags::DISALLOW_IN_AUTO_FILE,

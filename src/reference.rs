@@ -15,8 +15,8 @@ use pgrx::spi::{quote_identifier, quote_literal};
 /// catalog's back).
 ///
 /// A `timestamp` column holds a local time: it is read in `time_zone`, the TTL index's zone (by
-/// default the TimeZone of the session that created it, which is how PostgreSQL itself compares
-/// that column with `now()` there); a `date` column is midnight in that zone. `AT TIME ZONE`
+/// default the database's own default TimeZone, what the application's sessions get: see
+/// [`crate::zone`]); a `date` column is midnight in that zone. `AT TIME ZONE`
 /// with a constant zone is IMMUTABLE (`timezone(text, timestamp)`), so it can key an index, and
 /// it reads gaps and overlaps of daylight saving time as PostgreSQL does everywhere else. In a
 /// JSON document, strings without an offset are read as UTC, or in `time_zone` when the index

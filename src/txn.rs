@@ -42,6 +42,23 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// Whether an integrity constraint refused a row (class 23: a key already there, a check,
+    /// a NOT NULL, a foreign key, an exclusion): the row's fault, not the statement's.
+    pub fn is_integrity(&self) -> bool {
+        matches!(
+            self.code,
+            PgSqlErrorCode::ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION
+                | PgSqlErrorCode::ERRCODE_RESTRICT_VIOLATION
+                | PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION
+                | PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION
+                | PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION
+                | PgSqlErrorCode::ERRCODE_CHECK_VIOLATION
+                | PgSqlErrorCode::ERRCODE_EXCLUSION_VIOLATION
+        )
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

@@ -134,8 +134,10 @@ pub enum Verdict {
 /// always rolled back (as the owner, in the caller's frame), asked after a batch failed. It
 /// inserts those rows (their WAL, sequence values, the archive's triggers; a foreign archive's
 /// server receives them), then undoes it. [`Verdict::Refuses`] with the archive's error: a
-/// foreign server down, no partition for a row, its own trigger, constraint or policy; the
-/// failure is then the archive's, not the rows', and nothing is set aside.
+/// foreign server down, no partition for a row, its own trigger or policy; the failure is then
+/// the archive's, not the rows', and nothing is set aside. An integrity constraint of the
+/// archive (a key already there, a check) is the rows': [`Verdict::Takes`], so that the split
+/// sets aside the rows it refuses alone and the others move.
 pub fn takes_rows(
     ext: &Extension,
     index: &crate::catalog::TtlIndex,
@@ -171,6 +173,7 @@ pub fn takes_rows(
     match tried {
         Ok(()) => Verdict::Takes,
         Err(failure) if failure.is_transient() => Verdict::Unknown,
+        Err(failure) if failure.is_integrity() => Verdict::Takes,
         Err(failure) => Verdict::Refuses(format!(
             "the archive {} refuses the rows of {}: {}; nothing is deleted until it takes them",
             archive.qualified, index.display_name, failure.message

@@ -102,7 +102,11 @@ impl Worker {
             };
             match crate::archive::usable(current.table, &current.display_name, archive, owner) {
                 Err(reason) => Verdict::Refuses(reason),
-                Ok(()) => crate::archive::takes_rows(ext, current, expire_after, rows, &set_aside),
+                // the trial INSERT is a TTL move as the batch's is: jsonb_ttl.expiring = on for
+                // the archive's triggers (a guard that takes only TTL moves takes it)
+                Ok(()) => gucs::expiring(|| {
+                    crate::archive::takes_rows(ext, current, expire_after, rows, &set_aside)
+                }),
             }
         });
         verdict.ok().flatten().unwrap_or(Verdict::Unknown)

@@ -198,6 +198,49 @@ expect_eq "no row set aside; every row still in the table or archived, once" "0|
 q arch -c "UPDATE notes SET doc = doc - 'secret' WHERE id = 201"
 wait_for "the row mended, all 201 move" 10 drained notes_archive 201
 
+echo "-- 7. an archive with a key, one row's key already there: that row set aside alone, the rest move"
+q arch <<'SQL'
+CREATE TABLE orders (id bigint PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE orders_archive (id bigint PRIMARY KEY, doc jsonb);
+INSERT INTO orders_archive VALUES (7, '{"copied": "by hand"}');
+INSERT INTO orders SELECT g, jsonb_build_object('at', now() - interval '1 hour') FROM generate_series(1, 20) g;
+SELECT FROM ttl_index_create('orders', 'at', 0, archive_to => 'orders_archive');
+SQL
+wait_for "19 of the 20 expired rows move" 10 drained orders 1
+expect_eq "the row whose key the archive holds stays, set aside and counted; the archive's copy untouched" \
+  "7|1|20|by hand" \
+  "$(q arch -c "SELECT (SELECT string_agg(id::text, ',') FROM orders),
+                       (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'orders'::regclass),
+                       (SELECT count(*) FROM orders_archive),
+                       (SELECT doc->>'copied' FROM orders_archive WHERE id = 7)")"
+
+echo "-- 8. an archive that takes only TTL moves (its trigger reads jsonb_ttl.expiring) and a row the table keeps"
+q arch <<'SQL'
+CREATE TABLE pings (id bigint PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE pings_archive (id bigint, doc jsonb);
+CREATE FUNCTION only_ttl_moves() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('jsonb_ttl.expiring', true) IS DISTINCT FROM 'on' THEN
+        RAISE EXCEPTION 'pings_archive takes only jsonb_ttl''s moves';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER only_ttl_moves BEFORE INSERT ON pings_archive FOR EACH ROW EXECUTE FUNCTION only_ttl_moves();
+CREATE FUNCTION keep_42() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.id = 42 THEN RAISE EXCEPTION 'ping 42 is kept'; END IF;
+    RETURN OLD;
+END $$;
+CREATE TRIGGER keep_42 BEFORE DELETE ON pings FOR EACH ROW EXECUTE FUNCTION keep_42();
+INSERT INTO pings SELECT g, jsonb_build_object('at', now() - interval '1 hour') FROM generate_series(1, 100) g;
+SELECT FROM ttl_index_create('pings', 'at', 0, archive_to => 'pings_archive');
+SQL
+wait_for "99 of 100 move" 10 drained pings 1
+expect_eq "the row the table keeps is set aside alone; the archive's guard let the trial through" "42|1|99" \
+  "$(q arch -c "SELECT (SELECT string_agg(id::text, ',') FROM pings),
+                       (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'pings'::regclass),
+                       (SELECT count(*) FROM pings_archive)")"
+
 errors=$(grep -c 'PANIC\|server process .* was terminated by signal 11' "$MAIN_DIR/server.log" || true)
 expect_eq "no crash of the server's own" 0 "$errors"
 finish

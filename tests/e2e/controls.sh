@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The operator's controls and health at a glance, with the worker: the first backlog goes at
-# creation (creating the index is its review) while a shortened expire_after later still trips
-# the safety brake; a pause is no error; created paused, nothing goes before ttl_index_resume();
+# The operator's controls and health at a glance, with the worker: the first backlog, held at
+# creation when it is most of the table (released by ttl_index_resume, the review), while a
+# shortened expire_after later still trips the safety brake; a pause is no error; created paused, nothing goes before ttl_index_resume();
 # pause by hand; a daily delete window in the index's time zone; an index's own rate and batch
 # limits; and ttl_stats' last_success_at, last_run_ms, backlog and rows_never_expire.
 source "$(dirname "$0")/lib.sh"
@@ -19,12 +19,16 @@ SELECT pg_sleep(1.1);
 ANALYZE logs;
 SQL
 
-echo "the first backlog: 97 % of logs expired at creation"
+echo "the first backlog: 97 % of logs expired at creation, held until the owner says so"
 created=$(q controls -c "SET client_min_messages = notice" -c "SELECT rows_expired FROM ttl_index_create('logs', 'ts', '1 day')" 2>&1)
-expect_eq "ttl_index_create says how many are expired, and what the worker will do" \
-  "NOTICE:  jsonb_ttl: 48572 row(s) of public.logs are expired already: the worker deletes them from its next pass on|48572" \
+expect_eq "ttl_index_create says how many are expired, and that the index is held" \
+  "NOTICE:  jsonb_ttl: 48572 of 50000 row(s) of public.logs would expire at once: the TTL index is held, nothing goes until it is resumed|48572" \
   "$(echo "$created" | grep -E '^(NOTICE|[0-9])' | paste -sd '|')"
-eventually_eq "the worker deletes them: the brake lets the first backlog go" 20 1428 controls "SELECT count(*) FROM logs"
+sleep 1
+expect_eq "held: nothing goes" "50000|brake" \
+  "$(q controls -c "SELECT (SELECT count(*) FROM logs) || '|' || paused_by FROM ttl_stats WHERE table_name = 'logs'::regclass")"
+q controls -c "SELECT ttl_index_resume('logs')" >/dev/null
+eventually_eq "resumed, the worker deletes them: the brake lets the reviewed backlog go" 20 1428 controls "SELECT count(*) FROM logs"
 eventually_eq "ttl_stats: not paused, no error, backlog 0, a last success, a last run's duration" 5 "false|0|0|true|true" controls \
   "SELECT paused::text || '|' || errors || '|' || backlog || '|' || (last_success_at > now() - interval '1 minute')::text || '|' || (last_run_ms > 0)::text
    FROM ttl_stats WHERE table_name = 'logs'::regclass"
