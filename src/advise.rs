@@ -173,9 +173,13 @@ struct Sample {
 /// The sample of `table` under `spec`, as its owner; `None` when it could not be read.
 fn sample(ext: &Extension, table: &Table, spec: &Definition) -> Option<Sample> {
     let reference = reference::reference_expr(ext, spec.resolved, spec.unit, spec.zone).ok()?;
-    // the same point in time read 14 hours east: differs for a local time only
-    let east = reference::reference_expr(ext, spec.resolved, spec.unit, Some("Etc/GMT-14"))
-        .unwrap_or_else(|_| reference.clone());
+    // the same point in time read 14 hours east: differs for a local time only (0.1.0's SQL
+    // reads no zone: none is told)
+    let east = match ext.has_time_zone() {
+        true => reference::reference_expr(ext, spec.resolved, spec.unit, Some("Etc/GMT-14"))
+            .unwrap_or_else(|_| reference.clone()),
+        false => reference.clone(),
+    };
     let owner = owner::table_owner(table.oid)?;
     let column = pgrx::spi::quote_identifier(&spec.resolved.column);
     let rows = format!(
@@ -190,7 +194,8 @@ fn sample(ext: &Extension, table: &Table, spec: &Definition) -> Option<Sample> {
                                               AND s.n OPERATOR(pg_catalog.<) {MICROS_FROM}))::pg_catalog.int8, \
                 (pg_catalog.count(*) FILTER (WHERE s.n OPERATOR(pg_catalog.>=) {MICROS_FROM}))::pg_catalog.int8, \
                 (pg_catalog.count(*) FILTER (WHERE s.r IS NOT NULL))::pg_catalog.int8, \
-                (pg_catalog.count(*) FILTER (WHERE s.r IS NOT NULL AND s.r IS DISTINCT FROM s.e \
+                (pg_catalog.count(*) FILTER (WHERE s.r IS NOT NULL \
+                                             AND (s.e IS NULL OR s.r OPERATOR(pg_catalog.<>) s.e) \
                                              AND pg_catalog.length(s.t) OPERATOR(pg_catalog.>) 10))::pg_catalog.int8 \
          FROM (SELECT {reference} AS r, {east} AS e, {column} AS c, {} AS n, {} AS t FROM {rows}) s",
         unreadable(spec.resolved),
