@@ -40,16 +40,15 @@
 //! without `FOR UPDATE SKIP LOCKED`, and the condition tested again by the DELETE. It writes no
 //! row-lock record for each row. When it meets a row another transaction holds, it waits within
 //! `jsonb_ttl.lock_timeout`, and the worker runs the batch again in the form above.
-//! `ttl_expire_now` ([`delete_expired`]) uses only the form above.
+//! `ttl_expire_now` ([`crate::expire_now`]) uses only the form above.
 //!
 //! A field TTL's statements are the same with `UPDATE ONLY tbl SET doc = doc #- '{…}'` in
 //! place of `DELETE FROM ONLY tbl` ([`TtlIndex::removal`], see [`crate::field`]); each tests
 //! expiry again on the row version it changes.
 
-use crate::catalog::{self, TtlIndex};
+use crate::catalog::TtlIndex;
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
-use crate::owner;
 use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
 use pgrx::datum::Interval;
@@ -304,52 +303,13 @@ pub fn delete_in_parts(
     parts
 }
 
-/// The deferrable foreign keys that reference `table` (or a partitioned table it belongs to),
-/// qualified and quoted for `SET CONSTRAINTS`, or `None`. Django declares every foreign key
-/// `DEFERRABLE INITIALLY DEFERRED`; a deferred check cannot be queued inside the
-/// security-restricted operation a batch runs in, so a batch makes those checks immediate
-/// first: a violation then belongs to a row, at the end of the DELETE, not to the commit.
-pub fn deferrable_references(table: pg_sys::Oid) -> Option<String> {
-    deferrable_constraints(
-        "c.contype OPERATOR(pg_catalog.=) 'f' AND c.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
-           SELECT $1 UNION SELECT a.relid::pg_catalog.oid \
-           FROM pg_catalog.pg_partition_ancestors($1) a))",
-        table,
-    )
-}
-
-/// The deferrable constraints `which` says (a condition on `pg_constraint c`, of `$1`:
-/// `relation`), qualified and quoted for `SET CONSTRAINTS`, or `None`.
-fn deferrable_constraints(which: &str, relation: pg_sys::Oid) -> Option<String> {
-    Spi::get_one_with_args::<String>(
-        &format!(
-            "SELECT pg_catalog.string_agg(DISTINCT \
-                      pg_catalog.format('%I.%I', n.nspname, c.conname), ', ') \
-             FROM pg_catalog.pg_constraint c \
-             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.connamespace \
-             WHERE c.condeferrable AND {which}"
-        ),
-        &[relation.into()],
-    )
-    .ok()
-    .flatten()
-}
-
-/// The deferrable constraints of the archive `archive` and its partitions (a deferrable unique
-/// key, a foreign key, a constraint trigger), qualified and quoted for `SET CONSTRAINTS`, or
-/// `None`: as for [`deferrable_references`], the INSERT into the archive runs in the
-/// security-restricted operation of a batch, where no check can be deferred.
-pub fn deferrable_constraints_of(archive: pg_sys::Oid) -> Option<String> {
-    deferrable_constraints(
-        "c.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY( \
-           SELECT $1 UNION SELECT t.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) t))",
-        archive,
-    )
-}
-
-/// `SET CONSTRAINTS ALL IMMEDIATE`, without parsing a statement: in a transaction of the
-/// worker's own, where any deferred check (a constraint trigger's too, or a key on a table an
-/// ON DELETE CASCADE reaches) would otherwise fail the DELETE.
+/// `SET CONSTRAINTS ALL IMMEDIATE`, without parsing a statement, before the owner's section of
+/// every batch, the worker's and a caller's (`ttl_expire_now`, `ttl_field_expire_now`, whose
+/// transaction keeps its constraints immediate from then on, as after that statement): a
+/// deferred check (Django's `DEFERRABLE INITIALLY DEFERRED` foreign keys, a constraint
+/// trigger, a key on a table an ON DELETE CASCADE reaches, an archive's) cannot be queued
+/// inside the security-restricted operation a batch runs in, and would fail the DELETE; made
+/// immediate, a violation belongs to a row, at the end of its statement.
 pub fn check_all_now() {
     unsafe {
         let statement = pgrx::PgBox::<pg_sys::ConstraintsSetStmt>::alloc_node(
@@ -359,14 +319,6 @@ pub fn check_all_now() {
         (*statement.as_ptr()).deferred = false;
         pg_sys::AfterTriggerSetState(statement.as_ptr());
     }
-}
-
-/// Makes the foreign key checks [`deferrable_references`] found immediate for the rest of the
-/// current transaction (the caller's, in `ttl_expire_now`: its other deferred checks are left
-/// alone).
-pub fn check_references_now(constraints: &str) {
-    Spi::run(&format!("SET CONSTRAINTS {constraints} IMMEDIATE"))
-        .unwrap_or_else(|e| error!("jsonb_ttl: SET CONSTRAINTS {constraints} IMMEDIATE: {e}"));
 }
 
 /// Runs one batch for at most `limit` rows: the batch statement `delete`, after `pick_count`
@@ -420,93 +372,4 @@ pub fn run_range(
 /// [`crate::planner`].)
 pub fn batch_settings(lock_timeout: &str) -> [(&'static CStr, &str); 1] {
     [(c"lock_timeout", lock_timeout)]
-}
-
-/// The most rows one statement of `delete_expired` removes: bounds the statement's array of
-/// row ids (6 bytes each) while the statements grow.
-const MAX_STATEMENT_ROWS: i64 = 1_000_000;
-
-/// Removes up to `max_rows` expired rows of one TTL index in the current transaction and
-/// returns how many it removed, batch after batch as [`Purge`] says, as the table's owner
-/// (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
-/// superuser). The owner is read once the table is locked. Foreign partitions are skipped.
-///
-/// Its statements lock the rows they pick and skip the busy ones ([`batch_sql`]): the caller's
-/// transaction never waits on a row (so no batch by key range, whose DELETE would). They
-/// start at `batch_size` rows (the caller passes the worker's first batch size,
-/// [`jsonb_ttl_core::batch_size::FIRST_ROWS`] or `jsonb_ttl.batch_size` if smaller) and double,
-/// up to `MAX_STATEMENT_ROWS`. In one transaction the index entries of rows an earlier
-/// statement removed stay (they are dead to no one else yet), so each statement walks past all
-/// of them again: with a fixed size, removing n rows would visit about n²/(2 × batch_size)
-/// entries; doubling keeps it near 2n.
-pub fn delete_expired(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
-    if index.foreign {
-        return 0;
-    }
-    // The DELETE's own lock, taken first, so the owner and names read next are current.
-    unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
-    let (Some(owner), Some(index)) = (
-        owner::table_owner(index.table),
-        catalog::with_current_names(index),
-    ) else {
-        return 0;
-    };
-    // Django's deferrable foreign keys: checked at the end of each DELETE (they stay immediate
-    // for the rest of the caller's transaction; the caller's other deferred checks are left alone)
-    if !owner::has_privileges_of(owner) {
-        return 0; // an ALTER TABLE … OWNER TO committed since the caller's rights were checked
-    }
-    if let Some(constraints) = deferrable_references(index.table) {
-        check_references_now(&constraints);
-    }
-    let archive = index
-        .archive_to
-        .filter(|&archive| archive != pg_sys::InvalidOid);
-    if let Some(constraints) = archive.and_then(deferrable_constraints_of) {
-        check_references_now(&constraints);
-    }
-    // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring); for a field
-    // TTL's UPDATE, the touch trigger leaves the row's date alone (crate::field::updating)
-    let updated = match index.field {
-        Some(_) => index.table,
-        None => pg_sys::InvalidOid,
-    };
-    crate::gucs::expiring(|| {
-        crate::field::updating(updated, || {
-            owner::as_table_owner(owner, &[], || {
-                Spi::connect_mut(|_| {
-                    let prepare = |sql: Result<String, String>| {
-                        let sql = sql.unwrap_or_else(|e| error!("{e}"));
-                        GenericPlan::prepare(&sql, &BATCH_ARGS.map(|t| t.value())).unwrap_or_else(
-                            |e| {
-                                error!(
-                                    "jsonb_ttl: cannot prepare the delete of {}: {e}",
-                                    index.display_name
-                                )
-                            },
-                        )
-                    };
-                    let delete = prepare(batch_sql(ext, &index, false));
-                    let pick_count = prepare(pick_count_sql(ext, &index, false));
-                    let mut purge = Purge::from_head();
-                    let mut removed: u64 = 0;
-                    let mut size = batch_size;
-                    while (removed as i64) < max_rows {
-                        let limit = size.min(max_rows - removed as i64);
-                        let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
-                        let outcome = run_batch(&delete, counting, index.expire_after, limit, &[])
-                            .unwrap_or_else(|e| {
-                                error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
-                            });
-                        removed += outcome.deleted;
-                        if !purge.go_on(limit, outcome) {
-                            break;
-                        }
-                        size = (size * 2).min(MAX_STATEMENT_ROWS);
-                    }
-                    removed
-                })
-            })
-        })
-    })
 }

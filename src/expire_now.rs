@@ -1,13 +1,16 @@
 //! `ttl_expire_now([tbl [, max_rows]])`: the caller's own purge, in the caller's transaction,
-//! with the worker's statements (see [`deleter::delete_expired`]). On the Citus coordinator, a
+//! with the worker's statements and in the worker's frame (see [`purge_target`]). On the Citus coordinator, a
 //! hash-distributed table is purged on every node that holds its shards, each node at most
 //! `max_rows`, through Citus's connections (each node's part commits on its own).
 
-use crate::catalog::{self, Scope};
+use crate::catalog::{self, Scope, TtlIndex};
+use crate::deleter::{Batch, Purge, BATCH_ARGS};
 use crate::error::raise;
 use crate::extension::Extension;
+use crate::generic_plan::GenericPlan;
 use crate::table::{owned_table, ttl_index_of, Table};
 use crate::{citus, deleter, gucs, owner};
+use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
@@ -203,7 +206,148 @@ pub(crate) fn expire_targets(
             );
             continue;
         }
-        removed += deleter::delete_expired(ext, index, batch_size, max_rows - removed) as i64;
+        removed += purge_target(ext, index, batch_size, max_rows - removed) as i64;
     }
     removed
+}
+
+/// The most rows one statement of [`purge_target`] removes: bounds the statement's array of
+/// row ids (6 bytes each) while the statements grow.
+const MAX_STATEMENT_ROWS: i64 = 1_000_000;
+
+/// Removes up to `max_rows` expired rows of one target in the caller's transaction and returns
+/// how many it removed, batch after batch as [`Purge`] says, in the frame of the worker's
+/// batches: the table locked; the definition read under its catalog row's lock and checked to
+/// be the version `index` was loaded at ([`locked_definition`]); the table's current names and
+/// owner (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
+/// superuser); every deferred check made immediate ([`deleter::check_all_now`]);
+/// `jsonb_ttl.expiring` on; then the statements as the owner. Foreign partitions are skipped.
+///
+/// Its statements lock the rows they pick and skip the busy ones ([`deleter::batch_sql`]): the
+/// caller's transaction never waits on a row (so no batch by key range, whose DELETE would).
+/// They start at `batch_size` rows (the worker's first batch size) and double, up to
+/// `MAX_STATEMENT_ROWS`. In one transaction the index entries of rows an earlier statement
+/// removed stay (they are dead to no one else yet), so each statement walks past all of them
+/// again: with a fixed size, removing n rows would visit about n²/(2 × batch_size) entries;
+/// doubling keeps it near 2n.
+fn purge_target(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i64) -> u64 {
+    if index.foreign {
+        return 0;
+    }
+    // The DELETE's own lock, taken first, so the definition, owner and names read next are
+    // current.
+    unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
+    let expire_after = locked_definition(ext, index);
+    let (Some(owner), Some(index)) = (
+        owner::table_owner(index.table),
+        catalog::with_current_names(index),
+    ) else {
+        return 0;
+    };
+    if !owner::has_privileges_of(owner) {
+        return 0; // an ALTER TABLE … OWNER TO committed since the caller's rights were checked
+    }
+    deleter::check_all_now();
+    // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring); for a field
+    // TTL's UPDATE, the touch trigger leaves the row's date alone (crate::field::updating)
+    let updated = match index.field {
+        Some(_) => index.table,
+        None => pg_sys::InvalidOid,
+    };
+    gucs::expiring(|| {
+        crate::field::updating(updated, || {
+            owner::as_table_owner(owner, &[], || {
+                Spi::connect_mut(|_| purge_batches(ext, &index, expire_after, batch_size, max_rows))
+            })
+        })
+    })
+}
+
+/// The batches of [`purge_target`], in an SPI connection, as the owner.
+fn purge_batches(
+    ext: &Extension,
+    index: &TtlIndex,
+    expire_after: Interval,
+    batch_size: i64,
+    max_rows: i64,
+) -> u64 {
+    let prepare = |sql: Result<String, String>| {
+        let sql = sql.unwrap_or_else(|e| error!("{e}"));
+        GenericPlan::prepare(&sql, &BATCH_ARGS.map(|t| t.value())).unwrap_or_else(|e| {
+            error!(
+                "jsonb_ttl: cannot prepare the delete of {}: {e}",
+                index.display_name
+            )
+        })
+    };
+    let delete = prepare(deleter::batch_sql(ext, index, false));
+    let pick_count = prepare(deleter::pick_count_sql(ext, index, false));
+    let mut purge = Purge::from_head();
+    let mut removed: u64 = 0;
+    let mut size = batch_size;
+    while (removed as i64) < max_rows {
+        let limit = size.min(max_rows - removed as i64);
+        let counting = (purge.next() == Batch::Counting).then_some(&pick_count);
+        let outcome = deleter::run_batch(&delete, counting, expire_after, limit, &[])
+            .unwrap_or_else(|e| {
+                error!("jsonb_ttl: delete from {} failed: {e}", index.display_name)
+            });
+        removed += outcome.deleted;
+        if !purge.go_on(limit, outcome) {
+            break;
+        }
+        size = (size * 2).min(MAX_STATEMENT_ROWS);
+    }
+    removed
+}
+
+/// The `expire_after` of `index`'s definition as committed now, its catalog row locked until
+/// the caller's transaction ends (`FOR SHARE`: an alter, pause or drop under way is waited for,
+/// one to come waits for the caller): the same read as the worker's batches
+/// ([`catalog::definition_sql`]). A row changed since `index` was loaded (an alter committed in
+/// between; under REPEATABLE READ, one committed after the transaction's snapshot, which the
+/// lock itself refuses) is a serialization failure: the caller calls again, and reads the
+/// definition committed then. 0 for the rows with a TTL of their own.
+fn locked_definition(ext: &Extension, index: &TtlIndex) -> Interval {
+    let (sql, mut args) = match &index.field {
+        Some(_) => (
+            crate::field::definition_sql_waiting(),
+            vec![index.root.into()],
+        ),
+        None => (
+            catalog::definition_sql_waiting(ext),
+            vec![index.root.into()],
+        ),
+    };
+    if let Some(field) = &index.field {
+        args.push(field.id.into());
+    }
+    let read = Spi::connect_mut(|client| {
+        let rows = client.update(&sql, Some(1), &args)?;
+        match rows.is_empty() {
+            true => Ok(None),
+            false => rows.first().get_two::<Interval, String>().map(Some),
+        }
+    })
+    .unwrap_or_else(|e| {
+        error!(
+            "jsonb_ttl: cannot read the definition of {}: {e}",
+            index.display_name
+        )
+    });
+    match read {
+        Some((expire_after, Some(version))) if version == index.version => match index.part {
+            catalog::Part::OwnTtl => Interval::from_micros(0),
+            _ => expire_after.unwrap_or_else(|| Interval::from_micros(0)),
+        },
+        _ => raise(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!(
+                "the TTL definition of {} changed while ttl_expire_now read it",
+                index.display_name
+            ),
+            "Call it again: it purges under the definition committed then (a pause, an \
+             archive_to or an expire_after committed since this transaction's snapshot counts).",
+        ),
+    }
 }

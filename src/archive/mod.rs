@@ -188,8 +188,11 @@ pub fn takes_rows(
 pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<bool>) {
     // drop_partitions, and the chain of archives, read after a concurrent alter committed
     crate::table::lock_entry(ext, table);
-    let current = ttl_index_of(ext, table);
     let archive = (archive != pg_sys::InvalidOid).then_some(archive);
+    if archive.is_some() {
+        serialize_chains(ext);
+    }
+    let current = ttl_index_of(ext, table);
     if created == Some(false) {
         // ('-' given: none, which an archive that was dropped, OID 0, is not either)
         if archive != current.archive_to {
@@ -208,12 +211,37 @@ pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<
     if let Some(archive) = archive {
         let owner = crate::owner::table_owner(table.oid).unwrap_or(pg_sys::InvalidOid);
         let drops = current.drop_partitions == Some(PartitionMode::Drop);
-        if let Err(unfit) = check(table.oid, &table.name, archive, owner, drops) {
+        // (under a snapshot taken after the lock: an alter that committed meanwhile is seen,
+        // under REPEATABLE READ too)
+        let checked = crate::read::under_fresh_snapshot(|| {
+            check(table.oid, &table.name, archive, owner, drops)
+        });
+        if let Err(unfit) = checked {
             unfit.raise();
         }
     }
     if archive != current.archive_to {
         set_column(ext, table, "archive_to", archive.into());
+    }
+}
+
+/// Serializes the changes of archive chains in this database until the transaction ends: two
+/// `ttl_index_alter(archive_to)` calls that each locked only their own catalog row could close
+/// a loop neither sees (a → b beside b → a), whose rows the worker would move round for ever.
+/// A lock on the TTL catalog as an object of its own class, which no role can take by SQL;
+/// whoever checks next reads the chain under a snapshot taken after it.
+fn serialize_chains(ext: &Extension) {
+    let class = crate::read::one::<Oid>(
+        &format!(
+            "SELECT pg_catalog.to_regclass({})::pg_catalog.oid",
+            pgrx::spi::quote_literal(&ext.catalog())
+        ),
+        &[],
+    );
+    if let Some(class) = class {
+        unsafe {
+            pg_sys::LockDatabaseObject(class, class, 0, pg_sys::ExclusiveLock as pg_sys::LOCKMODE)
+        };
     }
 }
 

@@ -39,6 +39,23 @@ fn index_ready_sql(name: &str) -> String {
     )
 }
 
+/// Whether the target `l.relid` has its index valid and ready: the index recorded for it by
+/// OID (`recorded`, see [`recorded_index_sql`]), which [`crate::tracking`] records only for an
+/// index that is ours by its expression, predicate and access method, never by its name alone
+/// (an unrelated index under the TTL index's name is not it). A Citus shard, whose indexes
+/// are not recorded, and a database still at an older version's SQL, which records none, go
+/// by the name (`name`, see [`index_ready_sql`]; a shard's index is then found by its shape,
+/// [`crate::tracking::shard_index`]).
+fn ready_sql(ext: &Extension, recorded: &str, name: &str) -> String {
+    let by_name = index_ready_sql(name);
+    match ext.has_internal_schema() {
+        true => {
+            format!("CASE WHEN l.shardid IS NULL THEN ({recorded}) IS NOT NULL ELSE {by_name} END")
+        }
+        false => by_name,
+    }
+}
+
 /// The index recorded (`jsonb_ttl_internal.index_oid`, see [`crate::tracking`]) for the catalog
 /// column `role` of catalog row `t`, on target `l.relid`: the recorded index itself, or on a
 /// partition its partition of it; valid and ready. NULL for a Citus shard, or a database still
@@ -126,15 +143,15 @@ fn columns_sql(ext: &Extension, has: &dyn Fn(&str) -> bool) -> String {
         true => format!("t.{name}::pg_catalog.int8"),
         false => "NULL::pg_catalog.int8".to_string(),
     };
-    let ready = index_ready_sql("t.index_name::pg_catalog.text");
+    let index_oid = recorded_index_sql(ext, "index_name");
+    let row_index_oid = recorded_index_sql(ext, "row_ttl_index_name");
+    let ready = ready_sql(ext, &index_oid, "t.index_name::pg_catalog.text");
     let in_window = in_window_sql(
         &text("delete_window_start"),
         &text("delete_window_end"),
         &text("time_zone"),
     );
-    let index_oid = recorded_index_sql(ext, "index_name");
-    let row_index_oid = recorded_index_sql(ext, "row_ttl_index_name");
-    let row_ready = index_ready_sql(&text("row_ttl_index_name"));
+    let row_ready = ready_sql(ext, &row_index_oid, &text("row_ttl_index_name"));
     let paused = match has("paused_at") {
         true => "t.paused_at IS NOT NULL",
         false => "false",

@@ -179,13 +179,27 @@ pub(crate) const VERSION_SQL: &str = "t.xmin::pg_catalog.text OPERATOR(pg_catalo
 /// `ttl_index_pause` either committed before, and shows as a new version, or waits for the
 /// transaction that locked the row.
 pub fn definition_sql(ext: &Extension, locked: bool) -> String {
-    format!(
-        "SELECT t.expire_after, {VERSION_SQL} FROM {catalog} t \
-         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1{}",
+    definition_sql_with(
+        ext,
         match locked {
             true => " FOR SHARE SKIP LOCKED",
             false => "",
         },
+    )
+}
+
+/// [`definition_sql`] for a caller's own call (`ttl_expire_now`), which waits for a change of
+/// the row under way (`FOR SHARE`), as any statement of its transaction would; under
+/// REPEATABLE READ, a change committed after the transaction's snapshot is a serialization
+/// failure.
+pub fn definition_sql_waiting(ext: &Extension) -> String {
+    definition_sql_with(ext, " FOR SHARE")
+}
+
+fn definition_sql_with(ext: &Extension, lock: &str) -> String {
+    format!(
+        "SELECT t.expire_after, {VERSION_SQL} FROM {catalog} t \
+         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1{lock}",
         catalog = ext.catalog(),
     )
 }

@@ -272,7 +272,7 @@ fn ttl_field_drop(tbl: Option<Oid>, path: Option<&str>) -> bool {
 
 /// `ttl_field_expire_now(tbl, path, max_rows)`: removes the expired field of the field TTL on
 /// `path` from up to `max_rows` documents now, in the caller's transaction, as the table's
-/// owner, with the worker's statements (see [`crate::deleter::delete_expired`]); the documents
+/// owner, with the worker's statements (see [`crate::expire_now`]); the documents
 /// changed.
 #[pg_extern(
     volatile,

@@ -103,14 +103,23 @@ const VERSION_SQL: &str = "f.xmin::pg_catalog.text OPERATOR(pg_catalog.||) ':' \
 /// version, as [`catalog::definition_sql`] for a TTL index (`locked`: `FOR SHARE SKIP
 /// LOCKED`, so `ttl_field_alter` and `ttl_field_drop` wait for the batch that holds it).
 pub fn definition_sql(locked: bool) -> String {
+    definition_sql_with(match locked {
+        true => " FOR SHARE SKIP LOCKED",
+        false => "",
+    })
+}
+
+/// [`definition_sql`] for a caller's own call (`ttl_field_expire_now`), which waits for a
+/// change under way (see [`crate::catalog::definition_sql_waiting`]).
+pub fn definition_sql_waiting() -> String {
+    definition_sql_with(" FOR SHARE")
+}
+
+fn definition_sql_with(lock: &str) -> String {
     format!(
         "SELECT f.expire_after, {VERSION_SQL} FROM {INTERNAL}.ttl_field f \
          WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1 \
-           AND f.field_id OPERATOR(pg_catalog.=) $2{}",
-        match locked {
-            true => " FOR SHARE SKIP LOCKED",
-            false => "",
-        }
+           AND f.field_id OPERATOR(pg_catalog.=) $2{lock}"
     )
 }
 

@@ -124,7 +124,10 @@ fn drop_locked<'a>(
             .map(|(_, name)| format!("ALTER TABLE {root} DETACH PARTITION {name}"))
             .collect(),
     };
-    crate::owner::as_table_owner(owner, &[], || {
+    // (every lock it needs is held already; should one still be wanted, within the worker's
+    // lock_timeout: the transaction fails, and the next pass tries again)
+    let lock_timeout = crate::gucs::LOCK_TIMEOUT_MS.get().to_string();
+    crate::owner::as_table_owner(owner, &[(c"lock_timeout", &lock_timeout)], || {
         for sql in &statements {
             Spi::run(sql).unwrap_or_else(|e| error!("{e}"));
         }

@@ -116,6 +116,26 @@ fn choose(ext: &Extension, kept: &mut Option<Kept>, changed: bool) -> Vec<TtlInd
 
 use crate::read::under_fresh_snapshot;
 
+/// Records the indexes of the TTL index of `table` again ([`tracking::track_indexes`]) within
+/// `jsonb_ttl.lock_timeout`, in a subtransaction: false when a lock was not free in time (or
+/// anything else failed), with nothing of it kept.
+fn record_within_lock_timeout(ext: &Extension, table: Oid) -> bool {
+    let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
+    let recorded = gucs::with_settings(&[(c"lock_timeout", &lock_timeout)], || {
+        crate::txn::in_subtransaction(|| tracking::track_indexes(ext, table))
+    });
+    match recorded {
+        Ok(()) => true,
+        Err(failure) => {
+            debug1!(
+                "jsonb_ttl: the indexes of table {} not recorded again now: {failure}",
+                table.to_u32()
+            );
+            false
+        }
+    }
+}
+
 /// Reads the catalog (see [`read`]); `shard_indexes`, the indexes found on Citus shards when
 /// no relation changed since.
 fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
@@ -124,10 +144,13 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
         let free = unsafe {
             pg_sys::ConditionalLockRelationOid(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
         };
-        match free {
-            true => tracking::track_indexes(ext, table),
+        // recording takes other locks an owner can hold (an ALTER INDEX … RENAME of hers
+        // under way): within jsonb_ttl.lock_timeout, in a subtransaction, so that one owner's
+        // open transaction stalls no other table's purge
+        let recorded = free && record_within_lock_timeout(ext, table);
+        if !recorded {
             // the next pass reads the catalog again, and tries again
-            false => CHANGED.store(true, Ordering::SeqCst),
+            CHANGED.store(true, Ordering::SeqCst);
         }
     }
     let tables = catalog_tables(ext);
