@@ -94,6 +94,12 @@ BEGIN
                      AND o.role OPERATOR(pg_catalog.=) 'row_ttl_index_name'::pg_catalog.text
                      AND NOT o.index_oid OPERATOR(pg_catalog.=) ANY (dropped)) AS row_ttl_index
     LOOP
+        -- DROP INDEX of a TTL index (its table stays): said at the drop, the purge stops
+        IF NOT gone.relid OPERATOR(pg_catalog.=) ANY (dropped) THEN
+            RAISE WARNING 'jsonb_ttl: the TTL index of % went with its index: its expired rows are no longer removed',
+                          gone.relid::pg_catalog.regclass
+                USING HINT = 'ttl_index_create() makes it again (ttl_indexes listed it).';
+        END IF;
         -- DROP INDEX of a TTL index: its touch trigger, policies and per-row TTL index go with it
         IF gone.touch OR gone.hide_expired OR gone.row_ttl_index IS NOT NULL THEN
             PERFORM jsonb_ttl_internal._ttl_options_dropped(gone.relid, gone.touch, gone.hide_expired,
@@ -115,8 +121,18 @@ BEGIN
     WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped);
     -- DROP TABLE of an archive: its OID may be reused by another table, so archive_to becomes
     -- '-' (OID 0), and nothing is deleted until ttl_index_alter names another archive or none
-    UPDATE jsonb_ttl_internal.ttl_index t SET archive_to = 0::pg_catalog.oid::pg_catalog.regclass
-    WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped);
+    FOR gone IN
+        UPDATE jsonb_ttl_internal.ttl_index t SET archive_to = 0::pg_catalog.oid::pg_catalog.regclass
+        WHERE t.archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
+          AND NOT t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped)
+        RETURNING t.table_oid::pg_catalog.oid AS relid
+    LOOP
+        -- said at the drop: the purge of the table it archived stops
+        RAISE WARNING 'jsonb_ttl: the archive of % was dropped: nothing is deleted from it until ttl_index_alter names another archive, or none',
+                      gone.relid::pg_catalog.regclass
+            USING HINT = pg_catalog.format('ttl_index_alter(%L, archive_to => ''<another table>''), or archive_to => ''-'' to delete without archiving.',
+                                           gone.relid::pg_catalog.regclass::pg_catalog.text);
+    END LOOP;
 END
 $$;
 

@@ -5,7 +5,6 @@ use crate::build::{self, build_index, choose_index_name, index_specs};
 use crate::extension::Extension;
 use crate::spec::{check_drop_partitions, refuse_duplicate, IndexSpec};
 use crate::table::{existing, set_column, ttl_index_of, Table};
-use crate::tracking::drop_recorded_index;
 use crate::{hide, owner, reference, touch, tracking};
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
@@ -130,11 +129,13 @@ pub(crate) fn drop(ext: &Extension, table: &Table) -> bool {
         hide::remove(&current, current.hide_enabled_row_security);
     }
     tracking::track_indexes(ext, table.oid);
-    if current.row_ttl.is_some() {
-        drop_recorded_index(ext, table.oid, "row_ttl_index_name");
-    }
-    drop_recorded_index(ext, table.oid, "index_name");
-    // The sql_drop event trigger has removed the entry; make sure even if it was disabled.
+    let row_index = current
+        .row_ttl
+        .as_ref()
+        .and_then(|_| tracking::recorded_index(ext, table.oid, "row_ttl_index_name"));
+    let index = tracking::recorded_index(ext, table.oid, "index_name");
+    // The entry first: the sql_drop event trigger then finds no TTL index to warn of when its
+    // indexes go (a DROP INDEX by hand is what it warns of).
     owner::as_catalog_owner(ext.owner(), || {
         Spi::run_with_args(
             &format!(
@@ -146,5 +147,8 @@ pub(crate) fn drop(ext: &Extension, table: &Table) -> bool {
         )
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot remove the TTL index entry: {e}"));
+    for index in [row_index, index].into_iter().flatten() {
+        tracking::drop_index_of(table.oid, index);
+    }
     true
 }

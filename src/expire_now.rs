@@ -322,12 +322,15 @@ fn locked_definition(ext: &Extension, index: &TtlIndex) -> Interval {
     if let Some(field) = &index.field {
         args.push(field.id.into());
     }
-    let read = Spi::connect_mut(|client| {
-        let rows = client.update(&sql, Some(1), &args)?;
-        match rows.is_empty() {
-            true => Ok(None),
-            false => rows.first().get_two::<Interval, String>().map(Some),
-        }
+    // (a row lock is a write: as the catalog's owner, which the caller may not be)
+    let read = owner::as_catalog_owner(ext.owner(), || {
+        Spi::connect_mut(|client| {
+            let rows = client.update(&sql, Some(1), &args)?;
+            match rows.is_empty() {
+                true => Ok(None),
+                false => rows.first().get_two::<Interval, String>().map(Some),
+            }
+        })
     })
     .unwrap_or_else(|e| {
         error!(

@@ -150,7 +150,9 @@ fn register_expiring() {
         c"on while jsonb_ttl removes expired rows or fields (the worker's batches, ttl_expire_now(), ttl_field_expire_now()), off elsewhere; not for postgresql.conf.",
         &EXPIRING,
         GucContext::Suset,
-        GucFlags::DISALLOW_IN_FILE | GucFlags::DISALLOW_IN_AUTO_FILE,
+        // (RESET ALL in an owner's trigger leaves it on: the rest of the batch is still a TTL
+        // delete to the triggers it fires)
+        GucFlags::DISALLOW_IN_FILE | GucFlags::DISALLOW_IN_AUTO_FILE | GucFlags::NO_RESET_ALL,
     );
 }
 

@@ -370,7 +370,7 @@ pub(crate) const ALTERABLE: &str = "expire_after, path, numeric_unit, row_ttl_pa
      max_removes_per_second, replication_origin, logical_message, archive_to";
 
 #[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
+#[pgrx::pg_schema]
 mod tests {
     use pgrx::prelude::*;
 

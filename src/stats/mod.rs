@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 pub use store::bytes_per_entry;
 
-const ERROR_LEN: usize = 256;
+/// The bytes of `last_error` kept: a whole message as PostgreSQL writes one (names, the
+/// archive's or a trigger's own text), cut on a character boundary past that.
+const ERROR_LEN: usize = 1024;
 
 #[derive(Copy, Clone)]
 pub struct Entry {

@@ -162,8 +162,11 @@ wait_for "granted again, the rows move" 10 drained tokens_archive 500
 expect_eq "and leave the table" 0 "$(q arch -c "SELECT count(*) FROM tokens")"
 
 echo "-- 5. the archive dropped: archive_to is '-', nothing deleted until it names another or none"
+dropped=$(q arch -c "DROP TABLE tokens_archive" 2>&1)
+expect_eq "the DROP says at once what stops" \
+  "WARNING:  jsonb_ttl: the archive of tokens was dropped: nothing is deleted from it until ttl_index_alter names another archive, or none" \
+  "$(echo "$dropped" | grep '^WARNING')"
 q arch <<'SQL'
-DROP TABLE tokens_archive;
 INSERT INTO tokens SELECT g, jsonb_build_object('at', now() - interval '1 hour') FROM generate_series(1, 50) g;
 SQL
 eventually_eq "ttl_stats says the archive is gone" 10 t arch \
@@ -197,6 +200,13 @@ expect_eq "no row set aside; every row still in the table or archived, once" "0|
                        (SELECT count(DISTINCT id) FROM (SELECT id FROM notes UNION ALL SELECT id FROM notes_archive) u)")"
 q arch -c "UPDATE notes SET doc = doc - 'secret' WHERE id = 201"
 wait_for "the row mended, all 201 move" 10 drained notes_archive 201
+
+echo "-- 6b. DROP INDEX of a TTL index: said at the drop"
+q arch -c "CREATE TABLE scratch (id int PRIMARY KEY, doc jsonb)" -c "SELECT FROM ttl_index_create('scratch', 'at', 0)" >/dev/null
+dropped=$(q arch -c "DROP INDEX scratch_ttl_idx" 2>&1)
+expect_eq "the DROP INDEX warns that the purge stops, and the TTL index is gone" \
+  "WARNING:  jsonb_ttl: the TTL index of scratch went with its index: its expired rows are no longer removed|0" \
+  "$(echo "$dropped" | grep '^WARNING')|$(q arch -c "SELECT count(*) FROM ttl_indexes WHERE table_name = 'scratch'::regclass")"
 
 echo "-- 7. an archive with a key, one row's key already there: that row set aside alone, the rest move"
 q arch <<'SQL'

@@ -83,6 +83,25 @@ ROLLBACK TO SAVEPOINT before_purge;
 SHOW jsonb_ttl.expiring;
 COMMIT;
 
-DROP TABLE events, events_daily;
-DROP FUNCTION roll_up_expired(), hold_row();
+-- owner code that runs RESET ALL mid-purge leaves it on: the rest of the purge is still a TTL
+-- delete to the triggers it fires (jsonb_ttl.expiring is not reset by RESET ALL)
+DROP TRIGGER hold ON events;
+DELETE FROM events;
+CREATE TABLE seen_expiring (id int, expiring text);
+GRANT INSERT ON seen_expiring TO expiring_owner;
+CREATE FUNCTION reset_all_then_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RESET ALL;
+    INSERT INTO seen_expiring VALUES (OLD.id, current_setting('jsonb_ttl.expiring'));
+    RETURN OLD;
+END
+$$;
+CREATE TRIGGER reset_all BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION reset_all_then_note();
+INSERT INTO events SELECT 5000 + i, '{"at": "2026-03-06 08:00+00", "kind": "reset"}' FROM generate_series(1, 3) i;
+SELECT ttl_expire_now('events') AS removed;
+SELECT id, expiring FROM seen_expiring ORDER BY id;
+SHOW jsonb_ttl.expiring;
+
+DROP TABLE events, events_daily, seen_expiring;
+DROP FUNCTION roll_up_expired(), hold_row(), reset_all_then_note();
 DROP ROLE expiring_owner;
