@@ -379,8 +379,8 @@ fn with_settings_as<R>(
 
 /// `jsonb_ttl.max_tables`: the TTL tables (a per-row TTL table counts twice, a Citus table
 /// once) whose statistics shared memory holds, server-wide: one `ttl_stats` entry each, about
-/// 400 bytes (see [`crate::stats::bytes_per_entry`]). Read once at server start (a restart
-/// applies a change). Default 20,000 (8.1 MB): a server of 10,000 TTL tables with room to
+/// 1,170 bytes (see [`crate::stats::bytes_per_entry`]). Read once at server start (a restart
+/// applies a change). Default 20,000 (23 MB): a server of 10,000 TTL tables with room to
 /// spare. When it is full, tables beyond it have no `ttl_stats` row (the log says so once and
 /// `ttl_stats_store().refused` counts), and nothing else changes: the worker purges them.
 pub static MAX_TABLES: GucSetting<i32> = GucSetting::<i32>::new(20_000);
