@@ -493,6 +493,20 @@ BEGIN
     -- DROP TABLE of a table with field TTLs: they go with it
     DELETE FROM jsonb_ttl_internal.ttl_field f
     WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped);
+    -- DROP COLUMN of the column a field TTL's date is in: the field TTL goes with it, said at the
+    -- drop (kept, its column name would pass to the next column renamed on the table)
+    FOR gone IN
+        DELETE FROM jsonb_ttl_internal.ttl_field f
+        USING pg_catalog.pg_event_trigger_dropped_objects() d
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+          AND d.objid OPERATOR(pg_catalog.=) f.table_oid::pg_catalog.oid
+          AND d.objsubid OPERATOR(pg_catalog.>) 0
+          AND (d.address_names)[3] OPERATOR(pg_catalog.=) f.column_name::pg_catalog.text
+        RETURNING f.table_oid::pg_catalog.oid AS relid, f.path
+    LOOP
+        RAISE WARNING 'jsonb_ttl: the field TTL on % of % went with its column', gone.path,
+                      gone.relid::pg_catalog.regclass;
+    END LOOP;
     -- DROP TABLE of an archive: its OID may be reused by another table, so archive_to becomes
     -- '-' (OID 0), and nothing is deleted until ttl_index_alter names another archive or none
     FOR gone IN

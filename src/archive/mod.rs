@@ -83,12 +83,31 @@ pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
     }
     unsafe { pg_sys::LockRelationOid(archive, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
     let name = qualified_name(archive).ok_or_else(|| gone(archive))?;
+    if same_tree(table, archive) {
+        // attached as a partition of the table it archives since archive_to was set (the
+        // check of ttl_index_alter saw no loop then): its rows would go round for ever
+        return Err(format!(
+            "the archive {name} is now a partition of the table it archives: its rows would \
+             go round for ever; nothing is deleted until ttl_index_alter names another archive, \
+             or none ('-')"
+        ));
+    }
     let kind = unsafe { pg_sys::get_rel_relkind(archive) } as u8;
     Ok(Archive {
         qualified: name,
         columns: columns(table).join(", "),
         foreign: kind == pg_sys::RELKIND_FOREIGN_TABLE,
     })
+}
+
+/// Whether `table` and `archive` are in one partition tree (the same root, or one is the other).
+fn same_tree(table: Oid, archive: Oid) -> bool {
+    crate::read::one::<bool>(
+        "SELECT coalesce(pg_catalog.pg_partition_root($1)::pg_catalog.oid, $1) \
+                OPERATOR(pg_catalog.=) coalesce(pg_catalog.pg_partition_root($2)::pg_catalog.oid, $2)",
+        &[table.into(), archive.into()],
+    )
+    .unwrap_or(false)
 }
 
 /// That the archive `archive` is gone (`0`: dropped, see the module's text).

@@ -406,3 +406,12 @@ fn reset() {
     LAST_PASS_AT.get().store(0, Ordering::Relaxed);
     LAST_PASS_US.get().store(0, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    /// docs/configuration.md's figure for `jsonb_ttl.max_tables` (an entry's own bytes).
+    #[test]
+    fn entry_size_is_the_documented_one() {
+        assert_eq!(std::mem::size_of::<super::Entry>(), 1160);
+    }
+}

@@ -164,7 +164,7 @@ expect_eq "and leave the table" 0 "$(q arch -c "SELECT count(*) FROM tokens")"
 echo "-- 5. the archive dropped: archive_to is '-', nothing deleted until it names another or none"
 dropped=$(q arch -c "DROP TABLE tokens_archive" 2>&1)
 expect_eq "the DROP says at once what stops" \
-  "WARNING:  jsonb_ttl: the archive of tokens was dropped: nothing is deleted from it until ttl_index_alter names another archive, or none" \
+  "WARNING:  jsonb_ttl: the archive of public.tokens was dropped: nothing is deleted from it until ttl_index_alter names another archive, or none" \
   "$(echo "$dropped" | grep '^WARNING')"
 q arch <<'SQL'
 INSERT INTO tokens SELECT g, jsonb_build_object('at', now() - interval '1 hour') FROM generate_series(1, 50) g;
@@ -205,7 +205,7 @@ echo "-- 6b. DROP INDEX of a TTL index: said at the drop"
 q arch -c "CREATE TABLE scratch (id int PRIMARY KEY, doc jsonb)" -c "SELECT FROM ttl_index_create('scratch', 'at', 0)" >/dev/null
 dropped=$(q arch -c "DROP INDEX scratch_ttl_idx" 2>&1)
 expect_eq "the DROP INDEX warns that the purge stops, and the TTL index is gone" \
-  "WARNING:  jsonb_ttl: the TTL index of scratch went with its index: its expired rows are no longer removed|0" \
+  "WARNING:  jsonb_ttl: the TTL index of public.scratch went with its index: its expired rows are no longer removed|0" \
   "$(echo "$dropped" | grep '^WARNING')|$(q arch -c "SELECT count(*) FROM ttl_indexes WHERE table_name = 'scratch'::regclass")"
 
 echo "-- 7. an archive with a key, one row's key already there: that row set aside alone, the rest move"
@@ -250,6 +250,21 @@ expect_eq "the row the table keeps is set aside alone; the archive's guard let t
   "$(q arch -c "SELECT (SELECT string_agg(id::text, ',') FROM pings),
                        (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'pings'::regclass),
                        (SELECT count(*) FROM pings_archive)")"
+
+echo "-- 9. an archive attached later as a partition of the table it archives: refused, no rows go round"
+q arch <<'SQL'
+CREATE TABLE readings (id int, created_at timestamptz NOT NULL) PARTITION BY RANGE (created_at);
+CREATE TABLE readings_2018 PARTITION OF readings FOR VALUES FROM ('2018-01-01') TO ('2019-01-01');
+CREATE TABLE readings_archive (id int, created_at timestamptz NOT NULL);
+SELECT FROM ttl_index_create('readings', 'created_at', interval '1 day', archive_to => 'readings_archive', paused => true);
+ALTER TABLE readings ATTACH PARTITION readings_archive FOR VALUES FROM ('2019-01-01') TO ('2020-01-01');
+INSERT INTO readings SELECT g, '2019-06-01' FROM generate_series(1, 50) g;
+SELECT ttl_index_resume('readings');
+SQL
+eventually_eq "ttl_stats says the archive is now a partition of the table it archives" 10 t arch \
+  "SELECT bool_or(last_error LIKE '%the archive public.readings_archive is now a partition of the table it archives%') FROM ttl_stats WHERE ttl_table = 'readings'::regclass"
+expect_eq "its 50 rows were not moved round (no deletes counted)" "50|0" \
+  "$(q arch -c "SELECT (SELECT count(*) FROM readings_archive) || '|' || (SELECT coalesce(sum(rows_deleted), 0) FROM ttl_stats WHERE ttl_table = 'readings'::regclass)")"
 
 errors=$(grep -c 'PANIC\|server process .* was terminated by signal 11' "$MAIN_DIR/server.log" || true)
 expect_eq "no crash of the server's own" 0 "$errors"

@@ -147,4 +147,18 @@ q r4 -c "DROP INDEX lazy_ttl_idx"
 q r4 -c "SELECT unnest(build_sql) FROM ttl_index_create('lazy', 'at', 0, build => false)" | while read -r sql; do q r4 -c "$sql"; done
 eventually_eq "built for real, its rows go" 10 0 r4 "SELECT count(*) FROM lazy"
 
+echo "== suspected: a field TTL whose column is dropped does not pass to a column renamed later"
+q r4 <<'SQL'
+CREATE TABLE profiles (id int PRIMARY KEY, doc jsonb, extra jsonb);
+INSERT INTO profiles SELECT g, '{}', jsonb_build_object('otp', jsonb_build_object('at', '2019-01-01', 'code', 'x')) FROM generate_series(1, 10) g;
+SELECT ttl_field_create('profiles', 'doc.otp.at', interval '5 minutes');
+SQL
+dropped=$(q r4 -c "ALTER TABLE profiles DROP COLUMN doc" 2>&1)
+expect_eq "the DROP COLUMN says the field TTL went with it" \
+  "WARNING:  jsonb_ttl: the field TTL on doc.otp.at of public.profiles went with its column" "$(echo "$dropped" | grep '^WARNING')"
+q r4 -c "ALTER TABLE profiles RENAME COLUMN extra TO doc"
+sleep 1
+expect_eq "renaming another column to its name brings nothing back: 10 codes kept" "0|10" \
+  "$(q r4 -c "SELECT count(*) FROM ttl_indexes WHERE table_name = 'profiles'::regclass")|$(q r4 -c "SELECT count(*) FROM profiles WHERE doc ? 'otp'")"
+
 finish
