@@ -42,6 +42,25 @@ pub(crate) fn on_create(ext: &Extension, table: &Table, spec: &IndexSpec) {
     on_definition(ext, table, &definition);
 }
 
+/// Raises the advice on the field TTL just created on `table` for the date at `path`: the
+/// sample a TTL index gets (a path no document has, JSONPath, another unit, naive times).
+pub(crate) fn on_field(
+    ext: &Extension,
+    table: &Table,
+    path: &str,
+    date: &Resolved,
+    unit: NumericUnit,
+) {
+    let definition = Definition {
+        path,
+        resolved: date,
+        unit,
+        zone: None,
+        field: true,
+    };
+    on_definition(ext, table, &definition);
+}
+
 /// Raises the advice on the TTL index of `table` as `spec` defines it, just created or
 /// altered (`'…'` in a HINT: the table's name).
 pub(crate) fn on_definition(ext: &Extension, table: &Table, spec: &Definition) {

@@ -83,15 +83,7 @@ fn ttl_field_create(
         unit,
         index_name,
     );
-    // the sample a TTL index gets: a path no document has, JSONPath, another unit, naive times
-    let definition = crate::advise::Definition {
-        path,
-        resolved: &date,
-        unit,
-        zone: None,
-        field: true,
-    };
-    crate::advise::on_definition(&ext, &table, &definition);
+    crate::advise::on_field(&ext, &table, path, &date, unit);
     true
 }
 
