@@ -272,6 +272,11 @@ BEGIN
     IF archive_to::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid THEN
         PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, NULL);
     END IF;
+    -- what the changed definition expires, counted once: held past the brake's fraction
+    IF expire_after IS NOT NULL OR path IS NOT NULL OR numeric_unit IS NOT NULL
+       OR row_ttl_path IS NOT NULL OR time_zone IS NOT NULL OR filter IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_widened(tbl);
+    END IF;
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
 END
 $$;

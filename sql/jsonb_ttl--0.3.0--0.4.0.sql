@@ -40,6 +40,15 @@ VOLATILE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_invalid_argument_wrapper';
+-- What a ttl_index_alter that may widen what expires finds expired, counted once at its end
+-- and held past the safety brake's fraction (issue 45).
+CREATE FUNCTION jsonb_ttl_internal."_ttl_index_widened"(
+	"tbl" oid /* Option < Oid > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ttl_index_widened_wrapper';
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_interval(expire_after pg_catalog.text)
 RETURNS pg_catalog.interval
 LANGUAGE plpgsql STABLE
@@ -548,6 +557,11 @@ BEGIN
     END IF;
     IF archive_to::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid THEN
         PERFORM jsonb_ttl_internal._ttl_index_archive(tbl, archive_to, NULL);
+    END IF;
+    -- what the changed definition expires, counted once: held past the brake's fraction
+    IF expire_after IS NOT NULL OR path IS NOT NULL OR numeric_unit IS NOT NULL
+       OR row_ttl_path IS NOT NULL OR time_zone IS NOT NULL OR filter IS NOT NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_index_widened(tbl);
     END IF;
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
 END

@@ -24,7 +24,6 @@ pub(crate) fn set_expire_after(ext: &Extension, table: &Table, expire_after: Int
     if current.hide_expired {
         hide::refresh(ext, &current);
     }
-    widened(ext, table, "expire_after");
 }
 
 /// Sets the safety brake again after a change that may widen what expires (a shorter
@@ -34,12 +33,6 @@ fn rearm_brake(ext: &Extension, table: &Table) {
     if ext.has_controls() {
         set_column(ext, table, "brake_released", false.into());
     }
-}
-
-/// After a change of `option` that may widen what expires, in place: what the new definition
-/// finds expired, held past the brake's fraction and said either way (see [`crate::held`]).
-fn widened(ext: &Extension, table: &Table, option: &'static str) {
-    crate::held::check(ext, table, crate::held::Occasion::Altered(option));
 }
 
 /// Turns dropping whole partitions on (`Some` mode) or off (see [`partitions`]).
@@ -87,6 +80,7 @@ pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     let current = ttl_index_of(ext, table);
     citus::check_managed_here(table.oid, &table.name);
     let Some(zone) = index_time_zone(
+        table,
         current.resolved.kind,
         &current.resolved.column,
         Some(time_zone),
@@ -123,7 +117,6 @@ pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
-    widened(ext, table, "time_zone");
 }
 
 /// Changes where a row's point in time is read (`path`) or how its numbers are read
@@ -132,8 +125,9 @@ pub(crate) fn set_time_zone(ext: &Extension, table: &Table, time_zone: &str) {
 /// is rebuilt as for a new time zone (see [`set_time_zone`]), the touch trigger (it writes the
 /// path) and the hiding policies follow, and the brake is set again: what expires may widen
 /// (from nothing, with the wrong path, to most of the table). The zone stays where the new
-/// path's kind is read in one (a timestamp column takes the session's when none was kept); a
-/// kind that holds absolute times takes none. The advice is given on the new definition.
+/// path's kind is read in one (a timestamp column asks for one when none was kept, see
+/// [`crate::zone`]); a kind that holds absolute times takes none. The advice is given on the
+/// new definition.
 pub(crate) fn set_definition(
     ext: &Extension,
     table: &Table,
@@ -149,10 +143,11 @@ pub(crate) fn set_definition(
         return;
     }
     crate::field::refuse_removing(ext, table.oid, &table.name, &[&resolved]);
-    let path_changed = resolved != current.resolved;
     let zone = match (ext.has_time_zone(), resolved.kind) {
         (false, _) | (true, ColumnKind::Timestamptz | ColumnKind::Number) => None,
-        (true, kind) => index_time_zone(kind, &resolved.column, current.time_zone.as_deref()),
+        (true, kind) => {
+            index_time_zone(table, kind, &resolved.column, current.time_zone.as_deref())
+        }
     };
     let redefined = TtlIndex {
         resolved: resolved.clone(),
@@ -195,14 +190,6 @@ pub(crate) fn set_definition(
         field: false,
     };
     crate::advise::on_definition(ext, table, &definition);
-    widened(
-        ext,
-        table,
-        match path_changed {
-            true => "path",
-            false => "numeric_unit",
-        },
-    );
 }
 
 /// Adds, changes or removes (`''`) the per-row TTL field (see [`crate::row_ttl`]): the TTL
@@ -260,7 +247,6 @@ pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
-    widened(ext, table, "row_ttl_path");
 }
 
 /// Writes the per-row TTL field (`None`: none) and its index's name to the catalog row.
@@ -382,5 +368,4 @@ pub(crate) fn set_filter(ext: &Extension, table: &Table, text: &str) {
     if entry.hide_expired {
         hide::refresh(ext, &entry);
     }
-    widened(ext, table, "filter");
 }

@@ -408,6 +408,26 @@ fn ttl_index_pause(tbl: Option<Oid>, reason: Option<&str>) -> bool {
     controls::pause(&ext, &table, reason)
 }
 
+/// What the TTL index of `tbl` expires now that `ttl_index_alter` changed an option that may
+/// widen it (expire_after, path, numeric_unit, time_zone, filter, row_ttl_path): counted once,
+/// at the end of the call, held past the brake's fraction (see [`crate::held`]). For the table's
+/// owner (the wrapper's caller).
+#[pg_extern(
+    volatile,
+    parallel_unsafe,
+    name = "_ttl_index_widened",
+    schema = "jsonb_ttl_internal"
+)]
+#[search_path(pg_catalog, pg_temp)]
+fn ttl_index_widened(tbl: Option<Oid>) {
+    let table = owned_table(tbl);
+    crate::held::check(
+        &Extension::current(),
+        &table,
+        crate::held::Occasion::Altered,
+    );
+}
+
 /// The first backlog of the TTL index just created on `tbl` (see [`crate::held`]).
 #[pg_extern(
     volatile,

@@ -217,10 +217,11 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 
 /// Removes up to `max_rows` expired rows of one target in the caller's transaction and returns
 /// how many it removed, batch after batch as [`Purge`] says, in the frame of the worker's
-/// batches: the table locked; the definition read under its catalog row's lock and checked to
-/// be the version `index` was loaded at ([`locked_definition`]); the table's current names and
-/// owner (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
-/// superuser); every deferred check made immediate ([`deleter::check_all_now`]);
+/// batches: the definition read under its catalog row's lock and checked to be the version
+/// `index` was loaded at ([`locked_definition`]); the table locked (still a partition of the
+/// TTL index's table; a field TTL that would remove a TTL index's date skipped); its current
+/// names and owner (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's
+/// triggers as a superuser); every deferred check made immediate ([`deleter::check_all_now`]);
 /// `jsonb_ttl.expiring` on; then the statements as the owner. Foreign partitions are skipped.
 ///
 /// Its statements lock the rows they pick and skip the busy ones ([`deleter::batch_sql`]): the
@@ -234,10 +235,25 @@ fn purge_target(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i6
     if index.foreign {
         return 0;
     }
-    // The DELETE's own lock, taken first, so the definition, owner and names read next are
-    // current.
-    unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
+    // The definition first, its catalog row locked (an alter locks the row, then the table:
+    // the same order, no deadlock), then the DELETE's own lock, so the owner and names read
+    // next are current.
     let expire_after = locked_definition(ext, index);
+    unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
+    // As in the worker's frame: a partition detached since the targets were read is no longer
+    // this TTL index's; a field TTL never removes the date a TTL index of its table reads.
+    if index.table != index.root && !catalog::is_partition_of(index.table, index.root) {
+        return 0;
+    }
+    if index.field.is_some() && crate::field::removes_a_ttl_date(ext, index) {
+        notice!(
+            "jsonb_ttl: the field TTL on {} of {} would remove the date a TTL index of the \
+             table reads: nothing removed there",
+            index.path,
+            index.display_name
+        );
+        return 0;
+    }
     let (Some(owner), Some(index)) = (
         owner::table_owner(index.table),
         catalog::with_current_names(index),
@@ -341,7 +357,13 @@ fn locked_definition(ext: &Extension, index: &TtlIndex) -> Interval {
     match read {
         Some((expire_after, Some(version))) if version == index.version => match index.part {
             catalog::Part::OwnTtl => Interval::from_micros(0),
-            _ => expire_after.unwrap_or_else(|| Interval::from_micros(0)),
+            // (NOT NULL in the catalog: a NULL would expire everything, so never taken as 0)
+            _ => expire_after.unwrap_or_else(|| {
+                error!(
+                    "jsonb_ttl: the TTL definition of {} has no expire_after",
+                    index.display_name
+                )
+            }),
         },
         _ => raise(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,

@@ -2,8 +2,8 @@
 //! silently. The commonest premature delete is a setup mistake: a time zone, a unit of
 //! numbers, a path, an `expire_after` in minutes for months. Each looks like a big backlog the
 //! moment the definition takes effect. So when `ttl_index_create`, or a `ttl_index_alter` that
-//! may widen what expires (expire_after, path, numeric_unit, time_zone, filter, row_ttl_path),
-//! finds more than `jsonb_ttl.max_table_fraction` of the table expired at once (tables under
+//! may widen what expires (expire_after, path, numeric_unit, time_zone, filter, row_ttl_path;
+//! counted once, at the end of the call, under the definition it leaves), finds more than `jsonb_ttl.max_table_fraction` of the table expired at once (tables under
 //! `jsonb_ttl.brake_min_rows` aside, as for the safety brake), the TTL index is paused by the
 //! safety brake there and then, and a NOTICE gives the count, the oldest and newest points in
 //! time as read (in the zone used) against now, and what to check. `ttl_index_resume()` lets
@@ -27,8 +27,8 @@ use pgrx::PgSqlErrorCode;
 pub(crate) enum Occasion {
     /// `ttl_index_create`: its first backlog.
     Created,
-    /// `ttl_index_alter` of the option named.
-    Altered(&'static str),
+    /// `ttl_index_alter`, once at its end, after any option that may widen what expires.
+    Altered,
 }
 
 /// What the new or changed definition of `table` finds expired now.
@@ -126,9 +126,9 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
                 "To look at them first, create the index with paused => true.".to_string(),
             )
         }
-        (false, paused, Occasion::Altered(option)) => (
+        (false, paused, Occasion::Altered) => (
             format!(
-                "{} row(s) of {} expire under the new {option}: {}",
+                "{} row(s) of {} expire under the changed definition: {}",
                 backlog.expired,
                 table.name,
                 match paused {

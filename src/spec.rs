@@ -72,7 +72,7 @@ impl<'a> IndexSpec<'a> {
         );
         let zoned_catalog = ext.has_time_zone();
         let zone = match zoned_catalog {
-            true => index_time_zone(resolved.kind, &resolved.column, args.time_zone),
+            true => index_time_zone(table, resolved.kind, &resolved.column, args.time_zone),
             false => None, // 0.1.0's SQL: timestamp columns read as UTC, as 0.1.0 did
         };
         IndexSpec {
@@ -286,19 +286,20 @@ pub(crate) fn row_ttl_field(table: &Table, path: &str) -> Resolved {
     }
 }
 
-/// The zone stored with a TTL index on `kind` in `column` (see
+/// The zone stored with a TTL index of `table` on `kind` in `column` (see
 /// [`crate::reference::reference_expr`]): a `timestamp` or `date` column is always read in one,
-/// by default the database's (see [`crate::zone`]); JSON strings without an offset are read as
-/// UTC unless a zone is given; the other kinds hold absolute times and take none.
+/// never guessed (see [`crate::zone`]); JSON strings without an offset are read as UTC unless a
+/// zone is given; the other kinds hold absolute times and take none.
 pub(crate) fn index_time_zone(
+    table: &Table,
     kind: ColumnKind,
     column: &str,
     time_zone: Option<&str>,
 ) -> Option<String> {
-    let named = |zone| crate::zone::column_zone(Some(zone), column);
+    let named = |zone| crate::zone::column_zone(Some(zone), column, table.oid);
     match kind {
         ColumnKind::Timestamp | ColumnKind::Date => {
-            Some(crate::zone::column_zone(time_zone, column))
+            Some(crate::zone::column_zone(time_zone, column, table.oid))
         }
         ColumnKind::Jsonb | ColumnKind::Json | ColumnKind::Text => time_zone.map(named),
         _ => {

@@ -1,52 +1,63 @@
-//! The zone a `timestamp` or `date` column is read in when `ttl_index_create` is given none:
-//! the database's own default TimeZone, what the application's sessions get, never the zone of
-//! the session that creates the index (a DBA's psql in Tokyo is not the application writing the
-//! rows). When the two differ, creation says which it took, and how to take the other.
-//!
-//! The database's default is its `ALTER DATABASE … SET TimeZone`, else the server's (its
-//! configuration files, `ALTER SYSTEM` included), else PostgreSQL's built-in `GMT`. A client's
-//! `PGTZ`, a role's setting or a `SET` are the creating session's own and are not read.
+//! The zone a `timestamp` or `date` column is read in when `ttl_index_create` is given none.
+//! Never a guess: a DBA's psql in Tokyo is not the application writing the rows, and an
+//! application that sets its sessions' zone itself (Django's `TIME_ZONE`, a JDBC driver) is
+//! not the database's default either. The default is the zone the table owner's own sessions
+//! get (`ALTER ROLE … IN DATABASE`, `ALTER ROLE`, `ALTER DATABASE`, `ALTER ROLE ALL … SET
+//! TimeZone`, else the server's configuration files, else `GMT`). When the creating session's
+//! zone is that one, it is taken; when it differs, nothing says which of the two writes the
+//! rows, and creation asks for `time_zone` (an error naming both).
 
+use crate::error::raise_with_detail;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-/// The zone a `timestamp` or `date` column is read in, `time_zone` given or not.
-pub(crate) fn column_zone(time_zone: Option<&str>, column: &str) -> String {
+/// The zone a `timestamp` or `date` column `column` of `table` is read in, `time_zone` given
+/// or not (see the module's text).
+pub(crate) fn column_zone(time_zone: Option<&str>, column: &str, table: pg_sys::Oid) -> String {
     if let Some(zone) = time_zone {
         crate::functions::time_zone_arg(zone); // raises on an unknown zone
         return zone.to_string();
     }
-    let database = database_zone();
+    let (default, from) = owner_zone(crate::owner::table_owner(table));
     let session = session_zone();
-    if !same_zone(&database, &session) {
-        crate::error::tell(
-            PgLogLevel::NOTICE,
-            pgrx::pg_sys::panic::ErrorReport::new(
-                PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
-                format!(
-                    "jsonb_ttl: column {column} is read in the database's time zone {}, not in \
-                     this session's {}",
-                    quote(&database),
-                    quote(&session)
-                ),
-                "jsonb_ttl",
-            )
-            .set_detail(
-                "A timestamp without time zone holds a local time; the application's sessions \
-                 read and write it in the database's default TimeZone (ALTER DATABASE … SET \
-                 TimeZone, else postgresql.conf), not in the zone of the session creating the \
-                 TTL index.",
-            )
-            .set_hint(format!(
-                "If the column holds local times of {}, pass time_zone => {} \
-                 (ttl_index_alter changes it later).",
-                quote(&session),
-                quote(&session)
-            )),
-        );
+    if same_zone(&default, &session) {
+        return default;
     }
-    database
+    raise_with_detail(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("column {column} holds local times: say which time zone they are in (time_zone)"),
+        format!(
+            "This session's TimeZone is {}; the sessions of the table's owner get {} ({from}). \
+             A timestamp without time zone is read in one zone, and the wrong one expires \
+             every row hours early or late.",
+            quote(&session),
+            quote(&default)
+        ),
+        format!(
+            "Pass time_zone => {} if the application writes the column in the owner's default \
+             zone, or time_zone => {} if its sessions use this one.",
+            quote(&default),
+            quote(&session)
+        ),
+    )
+}
+
+/// The TimeZone the sessions of `owner` get before any client asks for another, and where it
+/// comes from.
+fn owner_zone(owner: Option<pg_sys::Oid>) -> (String, &'static str) {
+    let stored = owner.and_then(|owner| {
+        crate::owner::role_settings(owner)
+            .into_iter()
+            .find(|(name, _)| name.to_bytes() == b"timezone")
+            .map(|(_, value)| value.to_string_lossy().into_owned())
+    });
+    match stored {
+        Some(zone) => (zone, "its role's and the database's settings"),
+        None => match server_setting() {
+            Some(zone) => (zone, "the server's configuration"),
+            None => ("GMT".to_string(), "PostgreSQL's default"),
+        },
+    }
 }
 
 fn quote(zone: &str) -> String {

@@ -93,10 +93,8 @@ fn fits_now(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), Unfi
 /// whole, no chain of archives back to the table.
 fn rules(table: Oid, name: &str, archive: Oid, drops: bool) -> Result<(), Unfit> {
     let archive_name = qualified_name(archive).unwrap_or_default();
-    if archive == table
-        || crate::catalog::is_partition_of(archive, table)
-        || crate::catalog::is_partition_of(table, archive)
-    {
+    // (the same test as each batch's: one partition tree, whatever the branch)
+    if super::same_tree(table, archive) {
         return unfit(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("archive_to {archive_name} is {name} or in its partition tree"),

@@ -101,7 +101,7 @@ pub fn resolve(table: Oid, archive: Oid) -> Result<Archive, String> {
 }
 
 /// Whether `table` and `archive` are in one partition tree (the same root, or one is the other).
-fn same_tree(table: Oid, archive: Oid) -> bool {
+pub(super) fn same_tree(table: Oid, archive: Oid) -> bool {
     crate::read::one::<bool>(
         "SELECT coalesce(pg_catalog.pg_partition_root($1)::pg_catalog.oid, $1) \
                 OPERATOR(pg_catalog.=) coalesce(pg_catalog.pg_partition_root($2)::pg_catalog.oid, $2)",
@@ -205,12 +205,14 @@ pub fn takes_rows(
 /// it: the archive (`archive`; 0, `'-'::regclass`, for none), checked ([`check`]) as the
 /// table's owner would insert into it.
 pub(crate) fn set(ext: &Extension, table: &Table, archive: Oid, created: Option<bool>) {
-    // drop_partitions, and the chain of archives, read after a concurrent alter committed
-    crate::table::lock_entry(ext, table);
+    // the chains of archives one change at a time (that lock first, then the row: every
+    // change takes them in this order), drop_partitions and the chains read after a
+    // concurrent alter committed
     let archive = (archive != pg_sys::InvalidOid).then_some(archive);
     if archive.is_some() {
         serialize_chains(ext);
     }
+    crate::table::lock_entry(ext, table);
     let current = ttl_index_of(ext, table);
     if created == Some(false) {
         // ('-' given: none, which an archive that was dropped, OID 0, is not either)

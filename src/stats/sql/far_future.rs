@@ -7,7 +7,8 @@
 //! index's expression (what ANALYZE keeps for an expression index: its most common values with
 //! their frequencies and a histogram of the others), times the index's entries. Read from the
 //! system cache, no SQL; shown only to a caller who may read the table (as `pg_stats` shows a
-//! column's histogram), else 0.
+//! column's histogram, or to a monitoring role of `pg_read_all_stats`), else 0. Not for a
+//! partitioned table's leaves (their indexes are partitions of the recorded one).
 
 use pgrx::pg_sys;
 
@@ -41,11 +42,23 @@ pub(super) fn entries_past_bound(table: pg_sys::Oid, index: pg_sys::Oid, entries
     }
 }
 
-/// Whether the caller may read `table` (SELECT on it), as `pg_stats` asks.
+/// Whether the caller may see the statistics of `table`'s dates: a member of
+/// `pg_read_all_stats` (a monitoring role, as for the rest of `ttl_stats`), or a role with
+/// SELECT on it to whom no row security applies (what `pg_stats` asks). A table dropped
+/// meanwhile: no.
 fn may_read(table: pg_sys::Oid) -> bool {
     unsafe {
-        pg_sys::pg_class_aclcheck(table, pg_sys::GetUserId(), pg_sys::ACL_SELECT as _)
-            == pg_sys::AclResult::ACLCHECK_OK
+        let user = pg_sys::GetUserId();
+        if pg_sys::has_privs_of_role(user, pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS)) {
+            return true;
+        }
+        let mut missing = false;
+        let select =
+            pg_sys::pg_class_aclcheck_ext(table, user, pg_sys::ACL_SELECT as _, &mut missing);
+        !missing
+            && select == pg_sys::AclResult::ACLCHECK_OK
+            && pg_sys::check_enable_rls(table, pg_sys::InvalidOid, true)
+                != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
     }
 }
 

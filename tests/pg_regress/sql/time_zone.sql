@@ -1,9 +1,10 @@
 -- A timestamp (without time zone) column holds a local time. A TTL index reads it in its own
--- time zone: the time_zone argument, or by default the database's own default TimeZone (ALTER
--- DATABASE … SET TimeZone, else postgresql.conf: here UTC), what the application's sessions get.
--- Never silently the zone of the session that creates the index: a DBA's psql in New York is not
--- the application writing the rows. When the two differ, creation says which it took. The zone is
--- stored with the index and shown in ttl_indexes; the worker never uses its own session's.
+-- time zone, never a guessed one: the time_zone argument, or the zone the table owner's own
+-- sessions get (its role's settings, the database's, else postgresql.conf: here UTC) when the
+-- session creating the index has that zone too. When the two differ (a DBA's psql in New York, an
+-- application that sets its sessions' zone itself), nothing says which of them writes the rows:
+-- creation asks for time_zone. The zone is stored with the index and shown in ttl_indexes; the
+-- worker never uses its own session's.
 -- express-session's connect-pg-simple, for one, writes expire = to_timestamp(…) into a
 -- timestamp column: in the application's (UTC) session that is UTC wall time.
 \set SHOW_CONTEXT never
@@ -12,12 +13,24 @@ INSERT INTO web_sessions VALUES
   ('gone',      '{}', to_timestamp(extract(epoch FROM now()) - 60)),     -- expired a minute ago
   ('for-1h',    '{}', to_timestamp(extract(epoch FROM now()) + 3600)),   -- an hour to live
   ('for-5h',    '{}', to_timestamp(extract(epoch FROM now()) + 5 * 3600));
--- the DBA's session is in New York; the index reads the column in the database's zone, and says so
+-- the DBA's session is in New York, the owner's default is UTC: which one? creation asks
 SET TimeZone = 'America/New_York';
+SELECT index_name FROM ttl_index_create('web_sessions', 'expire', 0);
+-- told, it reads the column in UTC
 SELECT index_name, column_name, expire_after, time_zone
-FROM ttl_index_create('web_sessions', 'expire', 0);
+FROM ttl_index_create('web_sessions', 'expire', 0, time_zone => 'UTC');
 SELECT indexdef FROM pg_indexes WHERE indexname = 'web_sessions_ttl_idx';
 SELECT table_name, path, time_zone FROM ttl_indexes;
+
+-- a table whose owner's sessions are in New York (ALTER ROLE … SET TimeZone), indexed from a
+-- New York session: the same zone, taken without asking
+CREATE ROLE regress_tz_owner;
+ALTER ROLE regress_tz_owner SET TimeZone = 'America/New_York';
+CREATE TABLE ny_sessions (sid text, expire timestamp);
+ALTER TABLE ny_sessions OWNER TO regress_tz_owner;
+SELECT time_zone FROM ttl_index_create('ny_sessions', 'expire', 0);
+DROP TABLE ny_sessions;
+DROP ROLE regress_tz_owner;
 
 -- whatever the TimeZone of the session that purges (the worker's is the database's), only the
 -- expired session goes: read in New York's zone, the two live ones (UTC wall times, 5 hours
