@@ -84,6 +84,17 @@ fn fits_now(table: Oid, name: &str, archive: Oid, owner: Oid) -> Result<(), Unfi
         });
     }
     let foreign = kind == pg_sys::RELKIND_FOREIGN_TABLE;
+    if let Some(columns) = required_own_columns(table, archive) {
+        // every row would fail alone: the archive's fault, not the rows'
+        return unfit(
+            PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
+            format!(
+                "archive_to {archive_name} cannot take the rows of {name}: its column(s) \
+                 {columns} are NOT NULL without a default, and {name} has none of that name"
+            ),
+            "Give them a default (ALTER TABLE … ALTER COLUMN … SET DEFAULT …), or drop NOT NULL.",
+        );
+    }
     crate::owner::as_table_owner(owner, &[], || fits(table, name, &archive_name, foreign))
 }
 
@@ -224,6 +235,25 @@ fn archives_into(archive: Oid, table: Oid) -> Option<String> {
              LIMIT 1"
         ),
         &[archive.into(), table.into()],
+    )
+}
+
+/// The archive `archive`'s own columns (none of `table`'s name) that no archived row can fill:
+/// NOT NULL, without a default, not identity nor generated; quoted, or `None`.
+fn required_own_columns(table: Oid, archive: Oid) -> Option<String> {
+    crate::read::one::<String>(
+        "SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname::pg_catalog.text), ', ' \
+                                      ORDER BY a.attnum) \
+         FROM pg_catalog.pg_attribute a \
+         WHERE a.attrelid OPERATOR(pg_catalog.=) $2 AND a.attnum OPERATOR(pg_catalog.>) 0 \
+           AND NOT a.attisdropped AND a.attnotnull AND NOT a.atthasdef \
+           AND a.attidentity OPERATOR(pg_catalog.=) ''::pg_catalog.\"char\" \
+           AND a.attgenerated OPERATOR(pg_catalog.=) ''::pg_catalog.\"char\" \
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute t \
+                           WHERE t.attrelid OPERATOR(pg_catalog.=) $1 \
+                             AND t.attnum OPERATOR(pg_catalog.>) 0 AND NOT t.attisdropped \
+                             AND t.attname OPERATOR(pg_catalog.=) a.attname)",
+        &[table.into(), archive.into()],
     )
 }
 

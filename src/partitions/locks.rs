@@ -10,8 +10,16 @@ use pgrx::pg_sys::{self, Oid};
 /// its writers' transactions, so the locks are tried again every 2 ms within
 /// `jsonb_ttl.lock_timeout`, as a lock wait would last; a first attempt that found them taken
 /// left a partition of a busy table whole, pass after pass (`make bench`, steady case).
-pub(super) fn try_lock(root: Oid, partition: Oid) -> bool {
-    let joined = joined_by_keys(partition);
+///
+/// A DETACH (`detach`) also locks the tables a foreign key joins the partition to, so those
+/// too are taken only when free; a DROP of a partition takes none of theirs (its inherited
+/// keys' triggers on them belong to the parent's constraint), and should one be wanted after
+/// all, the DDL runs within `jsonb_ttl.lock_timeout`.
+pub(super) fn try_lock(root: Oid, partition: Oid, detach: bool) -> bool {
+    let joined = match detach {
+        true => joined_by_keys(partition),
+        false => Vec::new(),
+    };
     let deadline = std::time::Instant::now()
         + std::time::Duration::from_millis(crate::gucs::LOCK_TIMEOUT_MS.get().max(0) as u64);
     loop {

@@ -98,7 +98,7 @@ fn drop_locked<'a>(
     // the list was made, it is not dropped (and its name now is the one used).
     let locked: Vec<(&Expired, String)> = partitions
         .iter()
-        .filter(|partition| try_lock(index.root, partition.oid))
+        .filter(|partition| try_lock(index.root, partition.oid, mode == Mode::Detach))
         .filter_map(|partition| {
             let now = list(index, Some(partition.oid)).pop()?;
             Some((partition, now.qualified))

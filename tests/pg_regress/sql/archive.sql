@@ -75,6 +75,10 @@ CREATE TABLE cold.mistyped (id bigint, doc int);
 SELECT ttl_index_alter('sessions', archive_to => 'cold.mistyped');
 CREATE TABLE cold.computed (id bigint, doc jsonb GENERATED ALWAYS AS ('{}') STORED);
 SELECT ttl_index_alter('sessions', archive_to => 'cold.computed');
+-- a column of the archive's own that no archived row can fill (NOT NULL, no default): every row
+-- would fail alone, so it is the archive's fault, refused when named
+CREATE TABLE cold.strict (id bigint, doc jsonb, reviewed_by text NOT NULL);
+SELECT ttl_index_alter('sessions', archive_to => 'cold.strict');
 CREATE VIEW cold.a_view AS SELECT * FROM cold.sessions_archive;
 SELECT ttl_index_alter('sessions', archive_to => 'cold.a_view');
 DROP VIEW cold.a_view;
