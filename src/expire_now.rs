@@ -242,8 +242,14 @@ fn purge_target(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i6
     unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
     // As in the worker's frame: a partition detached since the targets were read is no longer
     // this TTL index's; a field TTL never removes the date a TTL index of its table reads.
-    if index.table != index.root && !catalog::is_partition_of(index.table, index.root) {
-        return 0;
+    match index.shard {
+        // a Citus shard moved to another node since: nothing of it here
+        Some(shard) if !crate::citus::holds_placement(shard) => return 0,
+        Some(_) => {}
+        None if index.table != index.root && !catalog::is_partition_of(index.table, index.root) => {
+            return 0
+        }
+        None => {}
     }
     if index.field.is_some() && crate::field::removes_a_ttl_date(ext, index) {
         notice!(
