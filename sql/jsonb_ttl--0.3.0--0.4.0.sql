@@ -49,6 +49,9 @@ VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'ttl_index_widened_wrapper';
+-- _ttl_seconds is STABLE: folded while PostgreSQL 18 plans a SQL wrapper, its argument errors
+-- carried the wrapper's CONTEXT.
+ALTER FUNCTION jsonb_ttl_internal._ttl_seconds(pg_catalog.numeric) STABLE;
 CREATE OR REPLACE FUNCTION jsonb_ttl_internal._ttl_interval(expire_after pg_catalog.text)
 RETURNS pg_catalog.interval
 LANGUAGE plpgsql STABLE

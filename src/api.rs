@@ -16,9 +16,12 @@ use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
 use pgrx::AnyNumeric;
 
-/// A number of seconds as an interval, for the numeric overloads.
+/// A number of seconds as an interval, for the numeric overloads. STABLE, not IMMUTABLE: the
+/// planner would fold a call with a constant argument while it plans a wrapper (PostgreSQL 18
+/// plans SQL functions' statements with their arguments), and its error would carry that
+/// wrapper's CONTEXT; called at run time it carries none, as every argument error.
 #[pg_extern(
-    immutable,
+    stable,
     parallel_safe,
     name = "_ttl_seconds",
     schema = "jsonb_ttl_internal"

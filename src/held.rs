@@ -75,72 +75,15 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
         "SELECT ttl_index_resume({})",
         quote_literal(&index.display_name)
     );
-    // the points in time as read, said where a mistake is suspected (they change with now)
-    let seen = || describe(&index, &backlog);
-    let (message, detail, hint) = match (over, index.paused, occasion) {
-        // created paused: the operator reviews first, and the resume is the review
-        (_, true, Occasion::Created) => {
-            release(ext, table);
-            (
-                format!(
-                    "{} row(s) of {} are expired already: the TTL index is paused: nothing \
-                     goes before it is resumed",
-                    backlog.expired, table.name
-                ),
-                "ttl_expire_preview() shows what would go.".to_string(),
-                format!("When they may go: {resume}"),
-            )
-        }
-        (true, paused, _) => {
-            if !paused && ext.has_controls() {
-                hold(ext, table, &held_reason(&backlog, fraction, &resume));
-            }
-            (
-                format!(
-                    "{} of {} row(s) of {} would expire at once: the TTL index is held, \
-                     nothing goes until it is resumed",
-                    backlog.expired, backlog.rows, table.name
-                ),
-                format!("{} jsonb_ttl.max_table_fraction is {fraction}.", seen()),
-                format!(
-                    "Check the time zone (time_zone), the unit of numbers (numeric_unit) and \
-                     the path: a mistake in any of them expires a whole table. \
-                     ttl_expire_preview() shows what would go. If they may all go: {resume}"
-                ),
-            )
-        }
-        (false, _, Occasion::Created) => {
-            release(ext, table);
-            (
-                format!(
-                    "{} row(s) of {} are expired already: the worker deletes them from its \
-                     next pass on",
-                    backlog.expired, table.name
-                ),
-                format!(
-                    "At most {} a pass (jsonb_ttl.max_table_removes). Creating the index is \
-                     their review: the safety brake lets them go, and holds again once they \
-                     are gone.",
-                    gucs::MAX_TABLE_REMOVES.get()
-                ),
-                "To look at them first, create the index with paused => true.".to_string(),
-            )
-        }
-        (false, paused, Occasion::Altered) => (
-            format!(
-                "{} row(s) of {} expire under the changed definition: {}",
-                backlog.expired,
-                table.name,
-                match paused {
-                    true => "they go once the TTL index is resumed",
-                    false => "the worker deletes them from its next pass on",
-                }
-            ),
-            not_held(limit, fraction),
-            "ttl_expire_preview() shows what would go; ttl_index_pause() stops the worker."
-                .to_string(),
-        ),
-    };
+    if over && !index.paused {
+        hold(ext, table, &held_reason(&backlog, fraction, &resume));
+    }
+    // created: a backlog within the fraction, or one the operator reviews first (created
+    // paused: the resume is the review), is let past the brake
+    if occasion == Occasion::Created && (!over || index.paused) {
+        release(ext, table);
+    }
+    let (message, detail, hint) = said(&index, &backlog, occasion, limit, &resume);
     crate::error::tell(
         PgLogLevel::NOTICE,
         ErrorReport::new(
@@ -152,6 +95,74 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
         .set_hint(hint),
     );
     Some(backlog.expired)
+}
+
+/// The NOTICE on `backlog` of `index` (its message, DETAIL and HINT): held past the brake's
+/// `limit`, else what the worker does with the rows.
+fn said(
+    index: &TtlIndex,
+    backlog: &Backlog,
+    occasion: Occasion,
+    limit: Option<i64>,
+    resume: &str,
+) -> (String, String, String) {
+    let fraction = gucs::MAX_TABLE_FRACTION.get();
+    let over = limit.is_some_and(|limit| backlog.expired > limit);
+    let table = &index.display_name;
+    // the points in time as read, said where a mistake is suspected (they change with now)
+    let seen = || describe(index, backlog);
+    match (over, index.paused, occasion) {
+        // created paused: the operator reviews first, and the resume is the review
+        (_, true, Occasion::Created) => (
+            format!(
+                "{} row(s) of {table} are expired already: the TTL index is paused: nothing \
+                 goes before it is resumed",
+                backlog.expired
+            ),
+            "ttl_expire_preview() shows what would go.".to_string(),
+            format!("When they may go: {resume}"),
+        ),
+        (true, _, _) => (
+            format!(
+                "{} of {} row(s) of {table} would expire at once: the TTL index is held, \
+                 nothing goes until it is resumed",
+                backlog.expired, backlog.rows
+            ),
+            format!("{} jsonb_ttl.max_table_fraction is {fraction}.", seen()),
+            format!(
+                "Check the time zone (time_zone), the unit of numbers (numeric_unit) and the \
+                 path: a mistake in any of them expires a whole table. ttl_expire_preview() \
+                 shows what would go. If they may all go: {resume}"
+            ),
+        ),
+        (false, _, Occasion::Created) => (
+            format!(
+                "{} row(s) of {table} are expired already: the worker deletes them from \
+                     its next pass on",
+                backlog.expired
+            ),
+            format!(
+                "At most {} a pass (jsonb_ttl.max_table_removes). Creating the index is \
+                     their review: the safety brake lets them go, and holds again once they \
+                     are gone.",
+                gucs::MAX_TABLE_REMOVES.get()
+            ),
+            "To look at them first, create the index with paused => true.".to_string(),
+        ),
+        (false, paused, Occasion::Altered) => (
+            format!(
+                "{} row(s) of {table} expire under the changed definition: {}",
+                backlog.expired,
+                match paused {
+                    true => "they go once the TTL index is resumed",
+                    false => "the worker deletes them from its next pass on",
+                }
+            ),
+            not_held(limit, fraction),
+            "ttl_expire_preview() shows what would go; ttl_index_pause() stops the worker."
+                .to_string(),
+        ),
+    }
 }
 
 /// Why a backlog is not held: the brake is off, the table is small, or it is within the fraction.
