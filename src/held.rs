@@ -56,9 +56,8 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
     if !ext.has_controls() || crate::citus::hash_distributed(table.oid) {
         return None;
     }
-    if crate::tracking::recorded_index(ext, table.oid, "index_name").is_none() {
-        return None;
-    }
+    // not built yet (build => false): nothing to count through
+    crate::tracking::recorded_index(ext, table.oid, "index_name")?;
     let index = ttl_index_of(ext, table);
     let backlog = measure(ext, table, &index)?;
     if backlog.expired == 0 {

@@ -255,7 +255,7 @@ fn serialize_chains(ext: &Extension) {
     let class = crate::read::one::<Oid>(
         &format!(
             "SELECT pg_catalog.to_regclass({})::pg_catalog.oid",
-            pgrx::spi::quote_literal(&ext.catalog())
+            pgrx::spi::quote_literal(ext.catalog())
         ),
         &[],
     );
