@@ -2,9 +2,10 @@
 //! NOTICE (a WARNING where rows would expire at once) for a path in JSONPath or SQL syntax, for
 //! numbers that look like another unit than `numeric_unit`, for local times without an offset
 //! read as UTC, and for sampled rows with no point in time at the path (for a field TTL: when
-//! none has one), each with its fix in the HINT (see `jsonb_ttl_core::advice`). The sample is the table's
-//! first 1,000 rows, read as its owner (`as_table_owner`: the owner's row security, never the
-//! caller's rights) in a subtransaction, so that nothing it meets can fail the creation.
+//! none has one), each with its fix in the HINT (see `jsonb_ttl_core::advice`). The sample is
+//! the table's first 1,000 rows, read as its owner (`as_table_owner`: the owner's row security,
+//! never the caller's rights) in a subtransaction, so that nothing it meets can fail the
+//! creation.
 
 use crate::extension::Extension;
 use crate::spec::IndexSpec;

@@ -1,7 +1,7 @@
 //! `ttl_expire_now([tbl [, max_rows]])`: the caller's own purge, in the caller's transaction,
-//! with the worker's statements and in the worker's frame (see [`purge_target`]). On the Citus coordinator, a
-//! hash-distributed table is purged on every node that holds its shards, each node at most
-//! `max_rows`, through Citus's connections (each node's part commits on its own).
+//! with the worker's statements and in the worker's frame (see [`purge_target`]). On the Citus
+//! coordinator, a hash-distributed table is purged on every node that holds its shards, each
+//! node at most `max_rows`, through Citus's connections (each node's part commits on its own).
 
 use crate::catalog::{self, Scope, TtlIndex};
 use crate::deleter::{Batch, Purge, BATCH_ARGS};

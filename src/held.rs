@@ -3,7 +3,8 @@
 //! numbers, a path, an `expire_after` in minutes for months. Each looks like a big backlog the
 //! moment the definition takes effect. So when `ttl_index_create`, or a `ttl_index_alter` that
 //! may widen what expires (expire_after, path, numeric_unit, time_zone, filter, row_ttl_path;
-//! counted once, at the end of the call, under the definition it leaves), finds more than `jsonb_ttl.max_table_fraction` of the table expired at once (tables under
+//! counted once, at the end of the call, under the definition it leaves), finds more than
+//! `jsonb_ttl.max_table_fraction` of the table expired at once (tables under
 //! `jsonb_ttl.brake_min_rows` aside, as for the safety brake), the TTL index is paused by the
 //! safety brake there and then, and a NOTICE gives the count, the oldest and newest points in
 //! time as read (in the zone used) against now, and what to check. `ttl_index_resume()` lets
