@@ -69,8 +69,8 @@ pub(crate) fn on_definition(ext: &Extension, table: &Table, spec: &Definition) {
     if let Some(sample) = sample(ext, table, spec) {
         advice.extend(advice::numeric_unit(spec.path, spec.unit, sample.scales));
         if spec.zone.is_none() {
-            let database = crate::zone::database_zone();
-            let zone = (!crate::zone::same_zone(&database, "UTC")).then_some(database.as_str());
+            let owners = crate::zone::owner_default_zone(table.oid);
+            let zone = (!crate::zone::same_zone(&owners, "UTC")).then_some(owners.as_str());
             advice.extend(advice::naive_strings(
                 spec.path,
                 sample.naive,

@@ -171,15 +171,22 @@ fn resume_hint(index: &TtlIndex) -> String {
 
 /// Pauses the TTL index of `root` with `reason` (in the caller's transaction, as the worker).
 pub fn pause(ext: &Extension, root: Oid, reason: &str) {
-    let by = match ext.has_controls() {
-        true => ", paused_by = 'brake'",
-        false => "",
-    };
     // an owner's open transaction holding the row (its ttl_index_resume) must not hold the
     // worker: within jsonb_ttl.lock_timeout, else the next pass tries again
     let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
     gucs::override_setting(c"lock_timeout", &lock_timeout);
-    // at most what ttl_index_pause keeps (an error an owner's code raised may be long)
+    pause_row(ext, root, reason);
+}
+
+/// The catalog row of `root` paused by the brake with `reason` (cut on a character boundary to
+/// what `ttl_index_pause` keeps: an error an owner's code raised may be long), its release
+/// taken back: the one write of every pause of the brake, the worker's ([`pause`]) and the
+/// hold of a mistaken definition at creation or alter ([`crate::held`]).
+pub fn pause_row(ext: &Extension, root: Oid, reason: &str) {
+    let by = match ext.has_controls() {
+        true => ", paused_by = 'brake'",
+        false => "",
+    };
     let mut end = reason.len().min(crate::controls::MAX_REASON_BYTES);
     while !reason.is_char_boundary(end) {
         end -= 1;

@@ -3,6 +3,7 @@
 //! coordinator, a hash-distributed table is purged on every node that holds its shards, each
 //! node at most `max_rows`, through Citus's connections (each node's part commits on its own).
 
+use crate::batch_frame::Entered;
 use crate::catalog::{self, Scope, TtlIndex};
 use crate::deleter::{Batch, Purge, BATCH_ARGS};
 use crate::error::raise;
@@ -218,11 +219,11 @@ const MAX_STATEMENT_ROWS: i64 = 1_000_000;
 /// Removes up to `max_rows` expired rows of one target in the caller's transaction and returns
 /// how many it removed, batch after batch as [`Purge`] says, in the frame of the worker's
 /// batches: the definition read under its catalog row's lock and checked to be the version
-/// `index` was loaded at ([`locked_definition`]); the table locked (still a partition of the
-/// TTL index's table; a field TTL that would remove a TTL index's date skipped); its current
-/// names and owner (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's
-/// triggers as a superuser); every deferred check made immediate ([`deleter::check_all_now`]);
-/// `jsonb_ttl.expiring` on; then the statements as the owner. Foreign partitions are skipped.
+/// `index` was loaded at ([`locked_definition`]); the table locked; then the worker's own steps
+/// ([`crate::batch_frame`]): still the TTL index's target, its current names and owner
+/// (whoever calls: a superuser's `ttl_expire_now()` never runs a tenant's triggers as a
+/// superuser), every deferred check made immediate, `jsonb_ttl.expiring` on, the statements
+/// as the owner. Foreign partitions are skipped.
 ///
 /// Its statements lock the rows they pick and skip the busy ones ([`deleter::batch_sql`]): the
 /// caller's transaction never waits on a row (so no batch by key range, whose DELETE would).
@@ -240,48 +241,25 @@ fn purge_target(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i6
     // next are current.
     let expire_after = locked_definition(ext, index);
     unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
-    // As in the worker's frame: a partition detached since the targets were read is no longer
-    // this TTL index's; a field TTL never removes the date a TTL index of its table reads.
-    match index.shard {
-        // a Citus shard moved to another node since: nothing of it here
-        Some(shard) if !crate::citus::holds_placement(shard) => return 0,
-        Some(_) => {}
-        None if index.table != index.root && !catalog::is_partition_of(index.table, index.root) => {
-            return 0
+    let (index, owner) = match crate::batch_frame::enter(ext, index) {
+        Entered::Ready(current, owner) => (current, owner),
+        Entered::Gone => return 0,
+        Entered::Changed => {
+            notice!(
+                "jsonb_ttl: the field TTL on {} of {} would remove the date a TTL index of the \
+                 table reads: nothing removed there",
+                index.path,
+                index.display_name
+            );
+            return 0;
         }
-        None => {}
-    }
-    if index.field.is_some() && crate::field::removes_a_ttl_date(ext, index) {
-        notice!(
-            "jsonb_ttl: the field TTL on {} of {} would remove the date a TTL index of the \
-             table reads: nothing removed there",
-            index.path,
-            index.display_name
-        );
-        return 0;
-    }
-    let (Some(owner), Some(index)) = (
-        owner::table_owner(index.table),
-        catalog::with_current_names(index),
-    ) else {
-        return 0;
     };
     if !owner::has_privileges_of(owner) {
         return 0; // an ALTER TABLE … OWNER TO committed since the caller's rights were checked
     }
-    deleter::check_all_now();
-    // jsonb_ttl.expiring = on for the owner's triggers (crate::gucs::expiring); for a field
-    // TTL's UPDATE, the touch trigger leaves the row's date alone (crate::field::updating)
-    let updated = match index.field {
-        Some(_) => index.table,
-        None => pg_sys::InvalidOid,
-    };
-    gucs::expiring(|| {
-        crate::field::updating(updated, || {
-            owner::as_table_owner(owner, &[], || {
-                Spi::connect_mut(|_| purge_batches(ext, &index, expire_after, batch_size, max_rows))
-            })
-        })
+    let settings = owner::role_settings(owner);
+    crate::batch_frame::as_owner(&index, owner, &settings, &[], true, || {
+        Spi::connect_mut(|_| purge_batches(ext, &index, expire_after, batch_size, max_rows))
     })
 }
 

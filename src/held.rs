@@ -60,7 +60,7 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
     // not built yet (build => false): nothing to count through
     crate::tracking::recorded_index(ext, table.oid, "index_name")?;
     let index = ttl_index_of(ext, table);
-    let backlog = measure(ext, table, &index)?;
+    let backlog = measure(ext, table, &index);
     if backlog.expired == 0 {
         return Some(0);
     }
@@ -83,7 +83,7 @@ pub(crate) fn check(ext: &Extension, table: &Table, occasion: Occasion) -> Optio
     if occasion == Occasion::Created && (!over || index.paused) {
         release(ext, table);
     }
-    let (message, detail, hint) = said(&index, &backlog, occasion, limit, &resume);
+    let (message, detail, hint) = said(&index, &backlog, occasion, (over, limit), &resume);
     crate::error::tell(
         PgLogLevel::NOTICE,
         ErrorReport::new(
@@ -103,11 +103,10 @@ fn said(
     index: &TtlIndex,
     backlog: &Backlog,
     occasion: Occasion,
-    limit: Option<i64>,
+    (over, limit): (bool, Option<i64>),
     resume: &str,
 ) -> (String, String, String) {
     let fraction = gucs::MAX_TABLE_FRACTION.get();
-    let over = limit.is_some_and(|limit| backlog.expired > limit);
     let table = &index.display_name;
     // the points in time as read, said where a mistake is suspected (they change with now)
     let seen = || describe(index, backlog);
@@ -202,8 +201,14 @@ fn describe(index: &TtlIndex, backlog: &Backlog) -> String {
     )
 }
 
-/// The preview of `table` now, its rows counted, the times shown in `zone` (UTC for none).
-fn measure(ext: &Extension, table: &Table, index: &TtlIndex) -> Option<Backlog> {
+/// The preview of `table` now and its rows counted, both as the table's owner (a superuser's
+/// `ttl_index_create` runs no owner code as a superuser, and both counts see the rows the same
+/// row security lets the worker see), the times shown in the index's zone (UTC for none).
+fn measure(ext: &Extension, table: &Table, index: &TtlIndex) -> Backlog {
+    owner::as_table_owner(index.owner, &[], || measure_as_owner(ext, table, index))
+}
+
+fn measure_as_owner(ext: &Extension, table: &Table, index: &TtlIndex) -> Backlog {
     let zone = index.time_zone.clone().unwrap_or_else(|| "UTC".to_string());
     let row = Spi::connect(|client| {
         let row = client
@@ -229,28 +234,20 @@ fn measure(ext: &Extension, table: &Table, index: &TtlIndex) -> Option<Backlog> 
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"));
     let expired = row.0.unwrap_or(0);
-    if expired == 0 {
-        return Some(Backlog {
-            expired,
-            rows: 0,
-            oldest: String::new(),
-            newest: String::new(),
-            now: String::new(),
-            zone,
-        });
-    }
-    let rows = owner::as_table_owner(index.owner, &[], || count_rows(table, expired));
-    Some(Backlog {
+    Backlog {
         expired,
-        rows,
+        rows: match expired {
+            0 => 0,
+            _ => count_rows(table, expired),
+        },
         oldest: row.1.unwrap_or_default(),
         newest: row.2.unwrap_or_default(),
         now: row.3.unwrap_or_default(),
         zone,
-    })
+    }
 }
 
-/// The rows of `table` (its partitions included), counted as its owner up to the number past which
+/// The rows of `table` (its partitions included), counted up to the number past which
 /// `expired` of them is within `jsonb_ttl.max_table_fraction` and `jsonb_ttl.brake_min_rows`
 /// is reached: a larger table is not held, whatever its exact size.
 fn count_rows(table: &Table, expired: i64) -> i64 {
@@ -280,25 +277,11 @@ fn held_reason(backlog: &Backlog, fraction: f64, resume: &str) -> String {
     )
 }
 
-/// Pauses the TTL index of `table` as the safety brake does, with `reason` (cut to what a
-/// pause keeps, on a character boundary).
+/// Pauses the TTL index of `table` as the safety brake does ([`brake::pause_row`]), with
+/// `reason`, as the catalog's owner (the caller, the table's owner, may not write the catalog;
+/// no lock_timeout of the worker's: the caller's statement waits as any would).
 fn hold(ext: &Extension, table: &Table, reason: &str) {
-    let mut end = reason.len().min(crate::controls::MAX_REASON_BYTES);
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    owner::as_catalog_owner(ext.owner(), || {
-        Spi::run_with_args(
-            &format!(
-                "UPDATE {catalog} SET paused_at = pg_catalog.now(), paused_reason = $2, \
-                        brake_released = false, paused_by = 'brake' \
-                 WHERE table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-                catalog = ext.catalog(),
-            ),
-            &[table.oid.into(), reason[..end].into()],
-        )
-    })
-    .unwrap_or_else(|e| error!("jsonb_ttl: cannot hold the TTL index: {e}"));
+    owner::as_catalog_owner(ext.owner(), || brake::pause_row(ext, table.oid, reason));
 }
 
 /// Lets the first backlog of `table` past the safety brake until the worker has drained it:
@@ -306,7 +289,5 @@ fn hold(ext: &Extension, table: &Table, reason: &str) {
 /// pause, and its `ttl_index_resume()` lets the backlog go (an alter meanwhile holds the brake
 /// again: the backlog it reviewed is no longer the one that goes).
 fn release(ext: &Extension, table: &Table) {
-    if ext.has_controls() {
-        set_column(ext, table, "brake_released", true.into());
-    }
+    set_column(ext, table, "brake_released", true.into());
 }

@@ -26,6 +26,7 @@ pub mod advise;
 pub mod alter;
 pub mod api;
 pub mod archive;
+pub mod batch_frame;
 pub mod bgw;
 pub mod brake;
 pub mod budget;

@@ -18,7 +18,7 @@ pub(crate) fn column_zone(time_zone: Option<&str>, column: &str, table: pg_sys::
         crate::functions::time_zone_arg(zone); // raises on an unknown zone
         return zone.to_string();
     }
-    let (default, from) = owner_zone(crate::owner::table_owner(table));
+    let (default, from) = owner_zone(table);
     let session = session_zone();
     if same_zone(&default, &session) {
         return default;
@@ -42,10 +42,16 @@ pub(crate) fn column_zone(time_zone: Option<&str>, column: &str, table: pg_sys::
     )
 }
 
-/// The TimeZone the sessions of `owner` get before any client asks for another, and where it
-/// comes from.
-fn owner_zone(owner: Option<pg_sys::Oid>) -> (String, &'static str) {
-    let stored = owner.and_then(|owner| {
+/// The TimeZone the sessions of `table`'s owner get before any client asks for another (what
+/// the application gets when it connects as the owner, and the one advice suggests for JSON
+/// strings without an offset).
+pub(crate) fn owner_default_zone(table: pg_sys::Oid) -> String {
+    owner_zone(table).0
+}
+
+/// [`owner_default_zone`], and where it comes from.
+fn owner_zone(table: pg_sys::Oid) -> (String, &'static str) {
+    let stored = crate::owner::table_owner(table).and_then(|owner| {
         crate::owner::role_settings(owner)
             .into_iter()
             .find(|(name, _)| name.to_bytes() == b"timezone")
@@ -71,57 +77,20 @@ pub(crate) fn session_zone() -> String {
         .into_owned()
 }
 
-/// The TimeZone a new session of this database gets before any client or role asks for
-/// another: `ALTER DATABASE … SET TimeZone`, else the server's configuration files, else `GMT`.
-pub(crate) fn database_zone() -> String {
-    database_setting()
-        .or_else(server_setting)
-        .unwrap_or_else(|| "GMT".to_string())
-}
-
-/// `ALTER DATABASE <this one> SET TimeZone` (for all roles), if any. `pg_db_role_setting` is
-/// readable by all.
-fn database_setting() -> Option<String> {
-    crate::read::one::<String>(
-        "SELECT pg_catalog.substr(u.setting, pg_catalog.strpos(u.setting, '=') OPERATOR(pg_catalog.+) 1) \
-         FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) u(setting) \
-         WHERE s.setdatabase OPERATOR(pg_catalog.=) \
-               (SELECT oid FROM pg_catalog.pg_database \
-                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
-           AND s.setrole OPERATOR(pg_catalog.=) 0::pg_catalog.oid \
-           AND pg_catalog.lower(pg_catalog.split_part(u.setting, '=', 1)) \
-               OPERATOR(pg_catalog.=) 'timezone'",
-        &[],
-    )
-}
-
 /// The server's TimeZone as its configuration files set it (`postgresql.conf`, `ALTER SYSTEM`):
-/// the last valid `timezone` line of `pg_file_settings`. That view is for superusers, and it
-/// is read as the bootstrap superuser, in a security-restricted operation, by this one query
-/// of catalog functions only.
+/// the last valid `timezone` line of `pg_file_settings`. That view is for superusers: it is
+/// read as the bootstrap superuser (as the catalog's owner is, [`crate::owner`]), by this one
+/// query of catalog objects only.
 fn server_setting() -> Option<String> {
-    let mut user = pg_sys::InvalidOid;
-    let mut context = 0i32;
-    unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
-        pg_sys::SetUserIdAndSecContext(
-            pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
-            context | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
-        );
-    }
-    struct Back(pg_sys::Oid, i32);
-    impl Drop for Back {
-        fn drop(&mut self) {
-            unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) };
-        }
-    }
-    let _back = Back(user, context);
-    crate::read::one::<String>(
-        "SELECT setting FROM pg_catalog.pg_file_settings \
-         WHERE pg_catalog.lower(name) OPERATOR(pg_catalog.=) 'timezone' AND error IS NULL \
-         ORDER BY seqno DESC LIMIT 1",
-        &[],
-    )
+    let superuser = pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID);
+    crate::owner::as_catalog_owner(superuser, || {
+        crate::read::one::<String>(
+            "SELECT setting FROM pg_catalog.pg_file_settings \
+             WHERE pg_catalog.lower(name) OPERATOR(pg_catalog.=) 'timezone' AND error IS NULL \
+             ORDER BY seqno DESC LIMIT 1",
+            &[],
+        )
+    })
 }
 
 /// Whether two zone names read times alike: equal, or both names of UTC.

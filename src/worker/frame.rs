@@ -5,6 +5,7 @@
 //! them.
 
 use super::statements::{prepared, Prepared};
+use crate::batch_frame::Entered;
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
 use crate::{deleter, gucs, owner};
@@ -57,13 +58,11 @@ impl Frame {
     /// `jsonb_ttl.lock_timeout`; the TTL index's definition checked to be the version the
     /// batch was built from, and for a batch that deletes (`lock`) its catalog row locked
     /// until the batch ends (see [`Frame::definition`]); the table's current names and owner
-    /// read (an ALTER TABLE … OWNER TO or a rename since the pass began shows at once); every
-    /// deferrable check made immediate (`SET CONSTRAINTS ALL IMMEDIATE`: the transaction is
-    /// the worker's, and a deferred check cannot be queued in the security-restricted
-    /// operation a batch runs in, see [`deleter::deferrable_references`]); then `f(current
-    /// names, expire_after)` as the owner, with the owner's settings and the worker's
-    /// lock_timeout on top (our statements get their planner pins while they are planned, see
-    /// [`crate::planner`]). `None` when the TTL index or the table no longer exists, or the
+    /// read (an ALTER TABLE … OWNER TO or a rename since the pass began shows at once; see
+    /// [`crate::batch_frame::enter`]); then `f(current names, expire_after)` as the owner, every
+    /// deferrable check made immediate, with the owner's settings and the worker's lock_timeout
+    /// on top ([`crate::batch_frame::as_owner`]; our statements get their planner pins while
+    /// they are planned, see [`crate::planner`]). `None` when the TTL index or the table no longer exists, or the
     /// definition changed ([`Frame::changed`]).
     pub(super) fn run<R>(
         &mut self,
@@ -80,50 +79,31 @@ impl Frame {
                 pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE)
             };
             let expire_after = self.definition(index, lock)?;
-            // A field TTL's batch, once its table is locked (an ATTACH PARTITION waits for it,
-            // or committed before): not if it would remove the date a TTL index of the table
-            // expires rows by (a partition attached since the targets were read)
-            if let (Some(_), Some(ext)) = (&index.field, &self.ext) {
-                if crate::field::removes_a_ttl_date(ext, index) {
+            let ext = self.ext.as_ref()?;
+            let (current, owner) = match crate::batch_frame::enter(ext, index) {
+                Entered::Ready(current, owner) => (current, owner),
+                Entered::Gone => return None,
+                Entered::Changed => {
                     self.changed = true;
                     return None;
                 }
-            }
-            // A partition dropped or detached since the pass began: nothing to purge.
-            let current = catalog::with_current_names(index)?;
-            if let Some(shard) = index.shard {
-                if !crate::citus::holds_placement(shard) {
-                    return None; // moved to another node since the pass began
-                }
-            } else if index.table != index.root
-                && !catalog::is_partition_of(index.table, index.root)
-            {
-                return None; // detached since the pass began: no longer this TTL index's
-            }
-            let owner = owner::table_owner(index.table)?;
+            };
             if index.replication_origin {
                 // the owner's code runs under the origin: only an owner who may write under one
                 crate::origin::check_owner(owner, &current.display_name);
             }
-            deleter::check_all_now();
             let owner_settings = self
                 .role_settings
                 .entry(owner)
                 .or_insert_with(|| owner::role_settings(owner));
-            let section = || {
-                owner::as_table_owner_with(owner, owner_settings, &settings, || {
-                    f(&current, expire_after)
-                })
-            };
-            // a batch that deletes: jsonb_ttl.expiring = on for the owner's triggers, set here
-            // as the worker (superuser-only), before the owner's section; a frame that only
-            // counts (the brake, the backlog) leaves it off
-            Some(match (lock, &index.field) {
-                // a field TTL's UPDATE: the touch trigger leaves the row's date alone
-                (true, Some(_)) => gucs::expiring(|| crate::field::updating(index.table, section)),
-                (true, None) => gucs::expiring(section),
-                (false, _) => section(),
-            })
+            Some(crate::batch_frame::as_owner(
+                index,
+                owner,
+                owner_settings,
+                &settings,
+                lock,
+                || f(&current, expire_after),
+            ))
         })
     }
 

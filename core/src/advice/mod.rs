@@ -91,7 +91,7 @@ pub fn numeric_unit(path: &str, unit: NumericUnit, counts: [u64; 3]) -> Option<A
 /// Advice when most of the `dated` sampled strings at `path` are times of day with no offset
 /// (`naive` of them), read as UTC because the TTL index has no `time_zone`: a writer that puts
 /// local wall times there (a naive `datetime`, `new Date().toLocaleString()`) has them read
-/// hours off, all expiring early or late by the zone's offset. `zone`: the database's default
+/// hours off, all expiring early or late by the zone's offset. `zone`: the table owner's default
 /// TimeZone, suggested when it is not UTC.
 pub fn naive_strings(path: &str, naive: u64, dated: u64, zone: Option<&str>) -> Option<Advice> {
     if naive == 0 || naive * 2 <= dated {

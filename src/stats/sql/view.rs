@@ -111,10 +111,9 @@ fn ttl_stats_view() -> TableIterator<
             .collect(),
     );
     let index_rows = recorded_index_rows(&recorded, &classes);
-    let far = far_future_rows(&recorded, &classes);
     let mut rows = Vec::new();
     for ttl in ttl_indexes {
-        for target in targets(&ttl, &classes, &index_rows, &far) {
+        for target in targets(&ttl, &classes, &index_rows) {
             for &part in parts(ttl.per_row) {
                 let key = match part == Some("row_ttl") {
                     true => crate::stats::OWN_TTL,
@@ -128,7 +127,7 @@ fn ttl_stats_view() -> TableIterator<
     // each field TTL: a part of its own of each table whose documents it changes
     for (ttl, id, path) in fields {
         let part = format!("field {path}");
-        for target in targets(&ttl, &classes, &index_rows, &far) {
+        for target in targets(&ttl, &classes, &index_rows) {
             let s = stats.get(&(target.relid, crate::stats::field_part(id)));
             rows.push(view_row(&ttl, &target, Some(&part), s, &undeletable));
         }
@@ -265,15 +264,14 @@ fn field_ttls() -> Vec<(TtlIndex, i16, String)> {
 }
 
 /// The tables rows are deleted from for `ttl`, each with its count of rows that never expire:
-/// the table itself, less the entries of its recorded indexes (`index_rows`), plus those
-/// entries dated past the year 2200 (`far`, see [`super::far_future`]); or each leaf
+/// the table itself, less the entries of its recorded indexes whose dates will come
+/// (`index_rows`: those dated past the year 2200 count as never expiring); or each leaf
 /// partition, less the entries of its indexes that are partitions of the recorded ones. A table
 /// dropped meanwhile has none.
 fn targets(
     ttl: &TtlIndex,
     classes: &HashMap<pg_sys::Oid, Class>,
     index_rows: &HashMap<pg_sys::Oid, f32>,
-    far: &HashMap<pg_sys::Oid, f32>,
 ) -> Vec<Target> {
     let Some(&(relkind, reltuples)) = classes.get(&ttl.table) else {
         return Vec::new();
@@ -282,12 +280,7 @@ fn targets(
         // unknown (NULL) until the table and one of its recorded indexes have been counted
         // (VACUUM, ANALYZE, CREATE INDEX), as for a leaf partition
         let never_expire = (reltuples >= 0.0)
-            .then(|| {
-                let past = far.get(&ttl.table).copied().unwrap_or(0.0);
-                index_rows
-                    .get(&ttl.table)
-                    .map(|n| rows(reltuples - n + past))
-            })
+            .then(|| index_rows.get(&ttl.table).map(|n| rows(reltuples - n)))
             .flatten();
         return vec![Target {
             relid: ttl.table,
@@ -359,8 +352,9 @@ fn recorded_indexes() -> Vec<(pg_sys::Oid, pg_sys::Oid)> {
     .expect("the recorded index OIDs are readable")
 }
 
-/// The entries of the `recorded` indexes of each TTL table, summed: each index still on its
-/// table, with a known `reltuples` (not -1, never analyzed).
+/// The entries of the `recorded` indexes of each TTL table whose dates will come, summed: each
+/// index still on its table, with a known `reltuples` (not -1, never analyzed), less its
+/// entries dated past the year 2200 (see [`super::far_future`]).
 fn recorded_index_rows(
     recorded: &[(pg_sys::Oid, pg_sys::Oid)],
     classes: &HashMap<pg_sys::Oid, Class>,
@@ -372,23 +366,8 @@ fn recorded_index_rows(
             continue;
         }
         if let Some(&(_, reltuples)) = classes.get(&index).filter(|(_, n)| *n >= 0.0) {
-            *sums.entry(table).or_insert(0.0) += reltuples;
-        }
-    }
-    sums
-}
-
-/// The entries of the `recorded` indexes of each TTL table dated past the year 2200 (see
-/// [`super::far_future`]).
-fn far_future_rows(
-    recorded: &[(pg_sys::Oid, pg_sys::Oid)],
-    classes: &HashMap<pg_sys::Oid, Class>,
-) -> HashMap<pg_sys::Oid, f32> {
-    let mut sums = HashMap::new();
-    for &(table, index) in recorded {
-        if let Some(&(_, reltuples)) = classes.get(&index) {
             let past = super::far_future::entries_past_bound(table, index, reltuples);
-            *sums.entry(table).or_insert(0.0) += past;
+            *sums.entry(table).or_insert(0.0) += reltuples - past;
         }
     }
     sums
