@@ -12,7 +12,7 @@ use std::ffi::CStr;
 /// What [`enter`] found.
 pub(crate) enum Entered {
     /// The target as it is named now, and its owner.
-    Ready(TtlIndex, Oid),
+    Ready(Box<TtlIndex>, Oid),
     /// Nothing to do here: the table is gone, a partition detached (or a Citus shard moved)
     /// since the targets were read.
     Gone,
@@ -37,7 +37,7 @@ pub(crate) fn enter(ext: &Extension, index: &TtlIndex) -> Entered {
         None => index.table == index.root || catalog::is_partition_of(index.table, index.root),
     };
     match (here, owner::table_owner(index.table)) {
-        (true, Some(owner)) => Entered::Ready(current, owner),
+        (true, Some(owner)) => Entered::Ready(Box::new(current), owner),
         _ => Entered::Gone,
     }
 }

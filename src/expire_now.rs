@@ -242,7 +242,7 @@ fn purge_target(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i6
     let expire_after = locked_definition(ext, index);
     unsafe { pg_sys::LockRelationOid(index.table, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE) };
     let (index, owner) = match crate::batch_frame::enter(ext, index) {
-        Entered::Ready(current, owner) => (current, owner),
+        Entered::Ready(current, owner) => (*current, owner),
         Entered::Gone => return 0,
         Entered::Changed => {
             notice!(

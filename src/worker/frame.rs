@@ -81,7 +81,7 @@ impl Frame {
             let expire_after = self.definition(index, lock)?;
             let ext = self.ext.as_ref()?;
             let (current, owner) = match crate::batch_frame::enter(ext, index) {
-                Entered::Ready(current, owner) => (current, owner),
+                Entered::Ready(current, owner) => (*current, owner),
                 Entered::Gone => return None,
                 Entered::Changed => {
                     self.changed = true;
