@@ -142,7 +142,7 @@ pub(crate) fn set_definition(
     if resolved == current.resolved && unit == current.unit {
         return;
     }
-    crate::field::refuse_removing(ext, table.oid, &table.name, &[&resolved]);
+    crate::field_dates::refuse_removing(ext, table.oid, &table.name, &[&resolved]);
     let zone = match (ext.has_time_zone(), resolved.kind) {
         (false, _) | (true, ColumnKind::Timestamptz | ColumnKind::Number) => None,
         (true, kind) => {
@@ -207,7 +207,7 @@ pub(crate) fn set_row_ttl(ext: &Extension, table: &Table, row_ttl_path: &str) {
         return;
     }
     if let Some((_, resolved)) = &field {
-        crate::field::refuse_removing(ext, table.oid, &table.name, &[resolved]);
+        crate::field_dates::refuse_removing(ext, table.oid, &table.name, &[resolved]);
     }
     if current.drop_partitions.is_some() && field.is_some() {
         let reference = current

@@ -19,7 +19,7 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
         refuse_duplicate(table, &current, &differences);
     }
     let row_ttl = spec.row_ttl.as_ref().map(|(_, field)| field);
-    crate::field::refuse_removing(
+    crate::field_dates::refuse_removing(
         ext,
         table.oid,
         &table.name,

@@ -4,8 +4,8 @@
 //! node at most `max_rows`, through Citus's connections (each node's part commits on its own).
 
 use crate::batch_frame::Entered;
-use crate::catalog::{self, Scope, TtlIndex};
-use crate::deleter::{Batch, Purge, BATCH_ARGS};
+use crate::catalog::{self, Lock, Scope, TtlIndex};
+use crate::deleter::{Batch, Named, Purge, BATCH_ARGS};
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
@@ -266,7 +266,7 @@ fn purge_target(ext: &Extension, index: &TtlIndex, batch_size: i64, max_rows: i6
 /// The batches of [`purge_target`], in an SPI connection, as the owner.
 fn purge_batches(
     ext: &Extension,
-    index: &TtlIndex,
+    index: &Named,
     expire_after: Interval,
     batch_size: i64,
     max_rows: i64,
@@ -304,51 +304,21 @@ fn purge_batches(
 /// The `expire_after` of `index`'s definition as committed now, its catalog row locked until
 /// the caller's transaction ends (`FOR SHARE`: an alter, pause or drop under way is waited for,
 /// one to come waits for the caller): the same read as the worker's batches
-/// ([`catalog::definition_sql`]). A row changed since `index` was loaded (an alter committed in
+/// ([`catalog::read_definition`]). A row changed since `index` was loaded (an alter committed in
 /// between; under REPEATABLE READ, one committed after the transaction's snapshot, which the
 /// lock itself refuses) is a serialization failure: the caller calls again, and reads the
 /// definition committed then. 0 for the rows with a TTL of their own.
 fn locked_definition(ext: &Extension, index: &TtlIndex) -> Interval {
-    let (sql, mut args) = match &index.field {
-        Some(_) => (
-            crate::field::definition_sql_waiting(),
-            vec![index.root.into()],
-        ),
-        None => (
-            catalog::definition_sql_waiting(ext),
-            vec![index.root.into()],
-        ),
-    };
-    if let Some(field) = &index.field {
-        args.push(field.id.into());
-    }
+    let sql = catalog::definition_sql(ext, index.field.is_some(), Lock::Wait);
     // (a row lock is a write: as the catalog's owner, which the caller may not be)
     let read = owner::as_catalog_owner(ext.owner(), || {
-        Spi::connect_mut(|client| {
-            let rows = client.update(&sql, Some(1), &args)?;
-            match rows.is_empty() {
-                true => Ok(None),
-                false => rows.first().get_two::<Interval, String>().map(Some),
-            }
-        })
-    })
-    .unwrap_or_else(|e| {
-        error!(
-            "jsonb_ttl: cannot read the definition of {}: {e}",
-            index.display_name
-        )
+        catalog::read_definition(index, Lock::Wait, catalog::Statement::Text(&sql))
     });
-    match read {
-        Some((expire_after, Some(version))) if version == index.version => match index.part {
-            catalog::Part::OwnTtl => Interval::from_micros(0),
-            // (NOT NULL in the catalog: a NULL would expire everything, so never taken as 0)
-            _ => expire_after.unwrap_or_else(|| {
-                error!(
-                    "jsonb_ttl: the TTL definition of {} has no expire_after",
-                    index.display_name
-                )
-            }),
-        },
+    match read
+        .as_ref()
+        .and_then(|definition| definition.governs(index))
+    {
+        Some(expire_after) => expire_after,
         _ => raise(
             PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
             format!(

@@ -87,7 +87,7 @@ pub(crate) fn dates_and_removals(ext: &Extension, tables: &[Oid]) -> (Vec<Keys>,
                AND t.row_ttl_column IS NOT NULL",
             catalog = ext.catalog()
         ));
-        let removals = match super::available() {
+        let removals = match crate::catalog::fields_available() {
             true => read(format!(
                 "SELECT f.column_name::pg_catalog.text, f.remove_path FROM {INTERNAL}.ttl_field f \
                  WHERE f.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
@@ -115,7 +115,7 @@ pub fn removes_date(column: &str, keys: &[String], date: &Keys) -> bool {
 /// TTL index after (see `api`'s `guard_row_ttl`). The worker checks again as it loads its
 /// targets ([`guard_targets`]).
 pub fn refuse_removing(ext: &Extension, table: Oid, name: &str, dates: &[&Resolved]) {
-    if !super::available() {
+    if !crate::catalog::fields_available() {
         return;
     }
     serialize_dates(table);

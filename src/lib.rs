@@ -1,19 +1,26 @@
 //! jsonb_ttl: TTL indexes for tables of JSONB documents.
 //!
-//! The rooms, bottom to top; a module imports only from rows below its own, never from this
-//! file (docs/architecture.md draws them, with a line each):
+//! The layers, top to bottom. A module imports only from its own row or the rows below, never
+//! from this file, and no two modules import each other, directly or round a circle; a folder
+//! is one module. `scripts/structure.py` (the first step of `make test`) reads this block and
+//! checks it against the code; docs/architecture.md says what each module owns.
 //!
 //! ```text
 //! SQL face      api
-//! the work      create  alter  expire_now  preview controls worker/{pass,visit,batch}  launcher/
-//! the options   spec  hide  tracking  partitions  brake     citus_sync registry budget stats/
-//!               build  touch  filter  deleter  table        deadline undeletable hooks throttle
-//! the catalog   catalog/ (TtlIndex, load, lookups)
-//! SQL text      reference  row_ttl  functions
-//! ground        extension read citus owner planner txn bgw gucs preload error jsonb_scalar
-//!               leaf_check
-//! pure Rust     jsonb_ttl_core (core/): parse path batch_size purge touch row_ttl
+//! the work      create alter expire_now preview field/ worker/ launcher/
+//! a batch       batch_frame
+//! the options   spec advise held hide touch tracking partitions brake controls origin
+//!               archive/ field_dates citus_sync
+//! statements    deleter/ build filter/ table
+//! the catalog   catalog/
+//! SQL text      reference row_ttl functions zone
+//! the server    extension owner planner registry budget hooks undeletable citus throttle
+//!               stats/ deadline leaf_check leaf_range
+//! ground        error read txn bgw gucs preload jsonb_scalar generic_plan syscache leaf_pages
 //! ```
+//!
+//! Below them all, the pure crate `jsonb_ttl_core` (core/: parse, path, batch_size, purge,
+//! touch, row_ttl, advice), which knows nothing of PostgreSQL.
 
 use pgrx::prelude::*;
 
@@ -42,6 +49,7 @@ pub mod error;
 pub mod expire_now;
 pub mod extension;
 pub mod field;
+pub mod field_dates;
 pub mod filter;
 pub mod functions;
 pub mod generic_plan;
@@ -53,6 +61,7 @@ pub mod jsonb_scalar;
 pub mod launcher;
 pub mod leaf_check;
 pub mod leaf_pages;
+pub mod leaf_range;
 pub mod origin;
 pub mod owner;
 pub mod partitions;

@@ -109,3 +109,14 @@ pub fn index_predicate(reference: &str, filter: Option<&str>) -> String {
     let filter = filter.map_or(String::new(), |filter| format!(" AND {filter}"));
     format!("{reference} IS NOT NULL{filter}")
 }
+
+/// The reference expression of a field TTL (its date, read in UTC) and its index's predicate.
+pub fn field_index_expressions(
+    ext: &Extension,
+    resolved: &Resolved,
+    unit: NumericUnit,
+) -> Result<(String, String), String> {
+    let expression = reference_expr(ext, resolved, unit, None)?;
+    let predicate = index_predicate(&expression, None);
+    Ok((expression, predicate))
+}

@@ -23,6 +23,7 @@ use pgrx::prelude::*;
 use pgrx::spi::quote_literal;
 use pgrx::{IntoDatum, PgSqlErrorCode};
 use std::ffi::CString;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The trigger's name, on every table with `touch => true`.
 pub const TRIGGER: &str = "jsonb_ttl_touch";
@@ -48,8 +49,7 @@ fn _ttl_touch<'a>(
         error!("jsonb_ttl: _ttl_touch() runs BEFORE INSERT OR UPDATE, FOR EACH ROW");
     };
     let relation = unsafe { (*trigger.trigger_data().tg_relation).rd_id };
-    if matches!(trigger.op(), Ok(PgTriggerOperation::Update)) && crate::field::is_updating(relation)
-    {
+    if matches!(trigger.op(), Ok(PgTriggerOperation::Update)) && is_updating(relation) {
         // a field TTL's UPDATE of this table (docs/field_ttl.md) is no write of the
         // application's: the row's point in time stays
         return Ok(Some(new.into_owned()));
@@ -280,5 +280,48 @@ fn ttl_touch_refresh(tbl: Oid) {
         if index.touch {
             install(&ext, &index);
         }
+    }
+}
+
+/// The table a field TTL's statement is updating now in this backend (0: none): the touch
+/// trigger leaves the row's point in time alone for that table's rows (the update is the
+/// worker's, not the application's); for any other table, and in the worker's deletes, it
+/// touches as always.
+static UPDATING: AtomicU32 = AtomicU32::new(0);
+
+/// Runs `f` (the statements of a field TTL of `table`) with [`is_updating`] true for `table`,
+/// false again after, whether `f` returns or raises.
+pub fn updating<R>(table: Oid, f: impl FnOnce() -> R) -> R {
+    struct Reset(u32);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            UPDATING.store(self.0, Ordering::SeqCst);
+        }
+    }
+    let _reset = Reset(UPDATING.swap(table.to_u32(), Ordering::SeqCst));
+    f()
+}
+
+/// Whether a field TTL's statement is updating `table` now (see [`updating`]).
+pub fn is_updating(table: Oid) -> bool {
+    table != Oid::INVALID && UPDATING.load(Ordering::SeqCst) == table.to_u32()
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::{is_updating, updating};
+    use pgrx::pg_sys::Oid;
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn updating_is_reset_even_when_its_work_raises() {
+        let table = Oid::from(424242u32);
+        assert!(!is_updating(table));
+        let inside = updating(table, || is_updating(table));
+        assert!(inside);
+        let raised = std::panic::catch_unwind(|| updating(table, || panic!("raised")));
+        assert!(raised.is_err());
+        assert!(!is_updating(table), "reset on the way out");
     }
 }

@@ -4,11 +4,12 @@
 //! (a `REINDEX CONCURRENTLY` makes a new one); dropping only what is recorded; telling one of
 //! ours by what it is ([`ttl_index_role`]). docs/security.md has the model.
 
-use crate::build::index_specs;
-use crate::catalog;
+use crate::build::{self, index_specs};
+use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
 use crate::filter;
-use pgrx::pg_sys::Oid;
+use jsonb_ttl_core::path::ColumnKind;
+use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 
 /// The index recorded for the catalog column `role` (`index_name`, `row_ttl_index_name`) of the
@@ -314,4 +315,92 @@ fn role_on(ext: &Extension, entry: &catalog::TtlIndex, tbl: Oid, index: Oid) -> 
                 && filter::canonical(tbl, our_predicate, true) == predicate
         })
         .map(|(column, ..)| column.to_string())
+}
+
+/// The field TTLs of `table` (the table they were created on), or of every table, as the
+/// targets of a batch ([`catalog::load_fields`]), each with its index found by what it is
+/// ([`field_index_on`]). Finding it locks its table (`AccessShareLock`): waiting if need be
+/// (`wait`: for the SQL functions, called on the caller's own table), or, for the worker's
+/// catalog read, which never waits on a tenant's lock, only when it is free now: a table whose
+/// lock is not has its field TTLs' index unread (not ready: no batch), and the second value is
+/// false, so that the worker reads them again at its next pass.
+pub fn field_targets(ext: &Extension, table: Option<Oid>, wait: bool) -> (Vec<TtlIndex>, bool) {
+    let mut all_read = true;
+    let targets = catalog::load_fields(ext, table)
+        .into_iter()
+        .map(|mut target| {
+            all_read &= find_field_index(ext, &mut target, wait);
+            target
+        })
+        .collect();
+    (targets, all_read)
+}
+
+/// Finds the index of field TTL target `target` on its table (see [`field_index_on`]), taking the
+/// table's lock (`wait`), or only if it is free now and letting it go once read (the
+/// worker's catalog read: at 10,000 tables, holding every one to the end of the read would
+/// fill the lock table); whether it could be read. A column no longer jsonb (retyped, or
+/// dropped: no kind) has no field to remove: not ready.
+fn find_field_index(ext: &Extension, target: &mut TtlIndex, wait: bool) -> bool {
+    let share = pg_sys::AccessShareLock as pg_sys::LOCKMODE;
+    let free = wait || unsafe { pg_sys::ConditionalLockRelationOid(target.table, share) };
+    let usable = free && target.resolved.kind == ColumnKind::Jsonb && !target.foreign;
+    target.index_oid =
+        crate::reference::field_index_expressions(ext, &target.resolved, target.unit)
+            .ok()
+            .filter(|_| usable)
+            .and_then(|(expression, predicate)| {
+                field_index_on(target.table, &expression, &predicate, &target.index_name)
+            });
+    if !wait && free {
+        unsafe { pg_sys::UnlockRelationOid(target.table, share) };
+    }
+    target.index_ready = target.index_oid.is_some();
+    if let Some(field) = target.field.as_mut() {
+        field.busy = !free;
+    }
+    free
+}
+
+/// The valid, ready index of `table` that is the index of a field TTL with these expressions,
+/// by what it is ([`build::matching_index`]): the one named `name` first, else the
+/// lowest OID.
+pub fn field_index_on(table: Oid, expression: &str, predicate: &str, name: &str) -> Option<Oid> {
+    build::matching_index(table, expression, predicate, Some(name)).map(|(oid, _)| oid)
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::field_targets;
+    use crate::extension::Extension;
+    use pgrx::pg_sys::Oid;
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn a_field_ttl_is_a_target_with_its_own_index() {
+        Spi::run(
+            "CREATE TABLE codes (id int, doc jsonb);
+             SELECT ttl_field_create('codes', 'otp.at', interval '1 minute');",
+        )
+        .expect("field TTL made");
+        let targets = field_targets(&Extension::current(), None, true).0;
+        assert_eq!(targets.len(), 1);
+        let target = &targets[0];
+        let field = target.field.as_ref().expect("a field target");
+        assert_eq!(field.remove, vec!["otp".to_string()]);
+        assert!(target.index_ready, "its index is found by what it is");
+        let named = Spi::get_one::<Oid>("SELECT 'codes_ttl_field_idx'::regclass::oid")
+            .expect("read")
+            .expect("the index");
+        assert_eq!(target.index_oid, Some(named));
+        // renamed, it is still found; a look-alike with another predicate is not taken
+        Spi::run(
+            "ALTER INDEX codes_ttl_field_idx RENAME TO whatever;
+             CREATE INDEX look_alike ON codes ((doc->'otp'->>'at'));",
+        )
+        .expect("renamed");
+        let again = field_targets(&Extension::current(), None, true).0;
+        assert_eq!(again[0].index_oid, Some(named));
+    }
 }

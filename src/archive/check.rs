@@ -2,8 +2,9 @@
 //! of `ttl_index_create` / `ttl_index_alter` ([`check`]), and what a failed batch asks again
 //! ([`usable`]).
 
-use super::{columns, gone_what, wrap, Archive, GONE_HINT};
+use super::{columns, gone_what, GONE_HINT};
 use crate::catalog::qualified_name;
+use crate::deleter::{wrap, Archive};
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::owner::role_name;

@@ -29,49 +29,13 @@ mod check;
 pub use check::{check, usable, Unfit};
 
 use crate::catalog::{qualified_name, PartitionMode};
+use crate::deleter::{Archive, Named};
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::table::{set_column, ttl_index_of, Table};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
-
-/// The archive of one target as its batches name it, read under the batch's locks.
-#[derive(Clone, Debug)]
-pub struct Archive {
-    /// `schema.table` of the archive, quoted.
-    pub qualified: String,
-    /// The target table's live columns, quoted, comma-separated, in their order.
-    pub columns: String,
-    /// A foreign table: its INSERT skips rows already there (`ON CONFLICT DO NOTHING`).
-    pub foreign: bool,
-}
-
-/// `delete` (one of the batch statements of [`crate::deleter`], starting with
-/// [`crate::planner::MARKER`]) with its rows moved into `archive`: a statement that returns
-/// one row, the count of rows the DELETE removed (see
-/// [`crate::generic_plan::GenericPlan::removed`]).
-pub fn wrap(delete: &str, archive: &Archive) -> String {
-    let marker = crate::planner::MARKER;
-    let delete = delete.strip_prefix(marker).unwrap_or(delete);
-    format!(
-        "{marker}WITH gone AS ({delete} RETURNING {columns}), \
-         archived AS (INSERT INTO {into} ({columns}) SELECT {columns} FROM gone{on_conflict}) \
-         SELECT pg_catalog.count(*) FROM gone",
-        columns = archive.columns,
-        into = archive.qualified,
-        on_conflict = on_conflict(archive),
-    )
-}
-
-/// What an INSERT into `archive` adds: a foreign archive skips a row already there (the copy
-/// a crash between the two commits leaves, see the module's text).
-fn on_conflict(archive: &Archive) -> &'static str {
-    match archive.foreign {
-        true => " ON CONFLICT DO NOTHING",
-        false => "",
-    }
-}
 
 /// The archive `archive` of the rows of `table` as a batch names it now: locked first
 /// (`ROW EXCLUSIVE`, which its INSERT takes anyway, within the batch's lock_timeout), so that
@@ -148,7 +112,7 @@ pub enum Verdict {
 }
 
 /// Whether the archive of `index` (a target, its archive read by
-/// [`crate::catalog::with_current_names`]) takes the rows a batch of `rows` would move, the
+/// [`crate::batch_frame::enter`]) takes the rows a batch of `rows` would move, the
 /// rows set aside (`set_aside`) left out as the batch leaves them: their INSERT alone, run and
 /// always rolled back (as the owner, in the caller's frame), asked after a batch failed. It
 /// inserts those rows (their WAL, sequence values, the archive's triggers; a foreign archive's
@@ -159,29 +123,16 @@ pub enum Verdict {
 /// sets aside the rows it refuses alone and the others move.
 pub fn takes_rows(
     ext: &Extension,
-    index: &crate::catalog::TtlIndex,
+    index: &Named,
     expire_after: pgrx::datum::Interval,
     rows: i64,
     set_aside: &[pg_sys::ItemPointerData],
 ) -> Verdict {
-    let Some(Ok(archive)) = &index.archive else {
-        return Verdict::Takes;
+    let sql = match crate::deleter::archive_trial_sql(ext, index, !set_aside.is_empty()) {
+        None => return Verdict::Takes,
+        Some(Ok(sql)) => sql,
+        Some(Err(e)) => return Verdict::Refuses(e),
     };
-    let reference = match index.reference(ext) {
-        Ok(reference) => reference,
-        Err(e) => return Verdict::Refuses(e),
-    };
-    let sql = format!(
-        "{marker}INSERT INTO {into} ({columns}) SELECT {columns} FROM ONLY {table} \
-         WHERE {expired}{set_aside} LIMIT $2{on_conflict}",
-        marker = crate::planner::MARKER,
-        into = archive.qualified,
-        columns = archive.columns,
-        table = index.qualified_table,
-        expired = index.expired(ext, &reference),
-        set_aside = crate::deleter::not_set_aside(!set_aside.is_empty(), "$3"),
-        on_conflict = on_conflict(archive),
-    );
     let tried = crate::txn::in_rolled_back_subtransaction(|| {
         Spi::connect_mut(|client| {
             let args = [expire_after.into(), rows.into(), set_aside.to_vec().into()];
@@ -195,8 +146,18 @@ pub fn takes_rows(
         Err(failure) if failure.is_integrity() => Verdict::Takes,
         Err(failure) => Verdict::Refuses(format!(
             "the archive {} refuses the rows of {}: {}; nothing is deleted until it takes them",
-            archive.qualified, index.display_name, failure.message
+            archived_into(index),
+            index.display_name,
+            failure.message
         )),
+    }
+}
+
+/// The archive `index` moves its rows into, as its batch names it.
+fn archived_into(index: &Named) -> &str {
+    match &index.archive {
+        Some(Ok(archive)) => &archive.qualified,
+        _ => "(gone)",
     }
 }
 
@@ -269,8 +230,10 @@ fn serialize_chains(ext: &Extension) {
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
-    use super::{resolve, takes_rows, wrap, Verdict};
+    use super::{resolve, takes_rows, Verdict};
+    use crate::batch_frame::{enter, Entered};
     use crate::catalog::{self, Scope};
+    use crate::deleter::wrap;
     use crate::extension::Extension;
     use crate::generic_plan::GenericPlan;
     use pgrx::pg_sys::{self, Oid};
@@ -357,7 +320,9 @@ mod tests {
             .pop()
             .expect("a target");
         let verdict = || {
-            let current = catalog::with_current_names(&target).expect("the table exists");
+            let Entered::Ready(current, _) = enter(&ext, &target) else {
+                panic!("the table exists");
+            };
             let zero = pgrx::datum::Interval::from_micros(0);
             takes_rows(&ext, &current, zero, 10, &[])
         };

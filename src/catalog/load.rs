@@ -4,7 +4,8 @@
 //! its TTL index valid and ready, and the row's version; and one row read as a [`TtlIndex`].
 
 use super::{
-    in_window_sql, kind_of_type, Part, PartitionMode, RowTtl, Scope, TtlIndex, VERSION_SQL,
+    definition::VERSION_SQL, in_window_sql, kind_of_type, Part, PartitionMode, RowTtl, Scope,
+    TtlIndex,
 };
 use crate::extension::Extension;
 use jsonb_ttl_core::parse::NumericUnit;
@@ -282,7 +283,6 @@ pub(crate) fn target_of_row(row: &pgrx::spi::SpiHeapTupleData) -> TtlIndex {
         window_end: None,
         version: String::new(),
         archive_to: None,
-        archive: None,
         field: None,
     }
 }

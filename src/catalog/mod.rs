@@ -4,7 +4,13 @@
 
 mod load;
 pub(crate) use load::{target_of_row, targets_sql};
+mod definition;
 mod ttl_index;
+pub use definition::{
+    definition_holds, definition_sql, read_definition, Definition, Lock, Statement,
+};
+mod fields;
+pub use fields::{fields_available, load_fields, MAX_FIELDS};
 pub use ttl_index::{FieldTtl, Part, PartitionMode, RowTtl, TtlIndex};
 
 use crate::extension::Extension;
@@ -58,8 +64,6 @@ pub fn table_columns(table: Oid) -> Vec<Column> {
 /// `index` with the names its table and column have now, from the system caches; `None` when
 /// the table is gone. Called holding a lock on the table, so that a concurrent ALTER TABLE …
 /// RENAME (or SET SCHEMA, RENAME COLUMN) either committed before, and shows here, or waits.
-/// With an archive, the archive is locked too, and named as it is now, with the table's
-/// columns ([`crate::archive::resolve`]).
 pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
     let mut current = index.clone();
     current.qualified_table = qualified_name(index.table)?;
@@ -68,9 +72,6 @@ pub fn with_current_names(index: &TtlIndex) -> Option<TtlIndex> {
             if let Some(column) = text(pg_sys::get_attname(index.table, index.attnum, true)) {
                 current.resolved.column = column;
             }
-        }
-        if let Some(archive) = index.archive_to {
-            current.archive = Some(crate::archive::resolve(index.table, archive));
         }
         Some(current)
     }
@@ -164,63 +165,6 @@ pub fn in_window(index: &TtlIndex) -> Result<bool, pgrx::spi::SpiError> {
         ],
     )
     .map(|inside| inside.unwrap_or(true))
-}
-
-/// The catalog row's version (`xmin:ctid`): any change of its definition (an alter, a pause,
-/// a resume, the brake's own) writes a new one. A batch runs only under the version its
-/// statements were built from (see [`definition_sql`]).
-pub(crate) const VERSION_SQL: &str = "t.xmin::pg_catalog.text OPERATOR(pg_catalog.||) ':' \
-     OPERATOR(pg_catalog.||) t.ctid::pg_catalog.text";
-
-/// The read of a TTL index's catalog row (`$1`: the table it was created on): its
-/// `expire_after` and version (see [`VERSION_SQL`]). `locked`: the row is locked against
-/// changes until the transaction ends (`FOR SHARE`), and not returned while a change of it is
-/// under way (`SKIP LOCKED`: a batch does not wait for it). A `ttl_index_alter` or
-/// `ttl_index_pause` either committed before, and shows as a new version, or waits for the
-/// transaction that locked the row.
-pub fn definition_sql(ext: &Extension, locked: bool) -> String {
-    definition_sql_with(
-        ext,
-        match locked {
-            true => " FOR SHARE SKIP LOCKED",
-            false => "",
-        },
-    )
-}
-
-/// [`definition_sql`] for a caller's own call (`ttl_expire_now`), which waits for a change of
-/// the row under way (`FOR SHARE`), as any statement of its transaction would; under
-/// REPEATABLE READ, a change committed after the transaction's snapshot is a serialization
-/// failure.
-pub fn definition_sql_waiting(ext: &Extension) -> String {
-    definition_sql_with(ext, " FOR SHARE")
-}
-
-fn definition_sql_with(ext: &Extension, lock: &str) -> String {
-    format!(
-        "SELECT t.expire_after, {VERSION_SQL} FROM {catalog} t \
-         WHERE t.table_oid::pg_catalog.oid OPERATOR(pg_catalog.=) $1{lock}",
-        catalog = ext.catalog(),
-    )
-}
-
-/// Whether the catalog row of `index` is still the version it was loaded from, locked now
-/// until the transaction ends (see [`definition_sql`]): false when it changed, is being
-/// changed, or is gone.
-pub fn definition_holds(index: &TtlIndex) -> bool {
-    let Some(ext) = Extension::find() else {
-        return false;
-    };
-    Spi::connect_mut(|client| {
-        let rows = client.update(&definition_sql(&ext, true), Some(1), &[index.root.into()])?;
-        match rows.is_empty() {
-            true => Ok(None),
-            false => rows.first().get::<String>(2),
-        }
-    })
-    .ok()
-    .flatten()
-    .is_some_and(|version| version == index.version)
 }
 
 /// Loads the TTL index of `table` (the table it was created on), or all of them. Under Citus,

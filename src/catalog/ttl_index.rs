@@ -2,8 +2,6 @@
 //! options, and the SQL conditions of its statements (built on [`crate::reference`]).
 
 use crate::error::raise;
-use crate::extension::Extension;
-use crate::reference;
 use jsonb_ttl_core::parse::NumericUnit;
 use jsonb_ttl_core::path::Resolved;
 use pgrx::datum::Interval;
@@ -89,9 +87,6 @@ pub struct TtlIndex {
     pub version: String,
     /// The table its batches move their rows into (see [`crate::archive`]), by OID.
     pub archive_to: Option<Oid>,
-    /// That archive as a batch names it, read under the batch's locks by
-    /// [`crate::catalog::with_current_names`] (`Err`: it no longer exists); `None` before.
-    pub archive: Option<Result<crate::archive::Archive, String>>,
     /// A field TTL (see [`crate::field`]): its batches remove a subtree of each expired
     /// document (`UPDATE`) instead of the row.
     pub field: Option<FieldTtl>,
@@ -197,21 +192,6 @@ impl TtlIndex {
         }
     }
 
-    /// The head of this target's statements, before their `WHERE`: `DELETE FROM ONLY tbl`, or
-    /// for a field TTL the `UPDATE` that removes its subtree from each document
-    /// (`UPDATE ONLY tbl SET doc = doc #- '{otp}'`, see [`crate::field`]), with the column's
-    /// current name.
-    pub fn removal(&self) -> String {
-        match &self.field {
-            None => format!("DELETE FROM ONLY {}", self.qualified_table),
-            Some(field) => crate::field::update_head(
-                &self.qualified_table,
-                &self.resolved.column,
-                &field.remove,
-            ),
-        }
-    }
-
     /// Whose rows a failed batch of this target sets aside (see [`crate::undeletable`]).
     pub fn set_aside_key(&self) -> crate::undeletable::Key {
         (self.table, self.field.as_ref().map(|field| field.id))
@@ -230,96 +210,6 @@ impl TtlIndex {
     /// part of its rows this target purges.
     pub fn target(&self) -> (Oid, Part) {
         (self.table, self.part)
-    }
-
-    /// The SQL expression of this TTL index's reference time (see [`reference::reference_expr`]); for
-    /// the rows with a TTL of their own, their expiry time (their `expire_after` is 0).
-    pub fn reference(&self, ext: &Extension) -> Result<String, String> {
-        let reference = self.base_reference(ext)?;
-        match (&self.row_ttl, self.part) {
-            (Some(row_ttl), Part::OwnTtl) => Ok(crate::row_ttl::expiry_expr(
-                ext,
-                &reference,
-                &crate::row_ttl::seconds_expr(ext, &row_ttl.resolved)?,
-            )),
-            _ => Ok(reference),
-        }
-    }
-
-    /// The reference time at the path, whatever the part.
-    pub fn base_reference(&self, ext: &Extension) -> Result<String, String> {
-        reference::reference_expr(ext, &self.resolved, self.unit, self.time_zone.as_deref())
-    }
-
-    /// The predicate that keeps the rows with a TTL of their own out of the rows that fall
-    /// back to `expire_after`, for that part (`" AND …"`), else nothing.
-    fn falls_back(&self, ext: &Extension) -> String {
-        match (&self.row_ttl, self.part) {
-            // When the field can no longer be read (its column dropped or retyped), no row falls
-            // back: `AND false` deletes nothing (rows with a TTL of their own, -1 included, must
-            // never go by expire_after), and the other part reports the error.
-            (Some(row_ttl), Part::FallsBack) => {
-                crate::row_ttl::seconds_expr(ext, &row_ttl.resolved)
-                    .map_or(" AND false".to_string(), |seconds| {
-                        format!(" AND {}", crate::row_ttl::falls_back(&seconds))
-                    })
-            }
-            _ => String::new(),
-        }
-    }
-
-    /// Whether a row is expired, with the reference time `reference` (see
-    /// [`reference::expired_condition`]), this TTL index's filter, and for the rows that fall back to
-    /// `expire_after`, that they do.
-    pub fn expired(&self, ext: &Extension, reference: &str) -> String {
-        self.expired_after(ext, reference, "$1")
-    }
-
-    /// [`TtlIndex::expired`] with `expire_after` given as the SQL expression `expire_after`.
-    pub fn expired_after(&self, ext: &Extension, reference: &str, expire_after: &str) -> String {
-        format!(
-            "{}{}",
-            reference::expired_condition(reference, self.filter_sql.as_deref(), expire_after),
-            self.falls_back(ext)
-        )
-    }
-
-    /// Whether a row's `reference` is before the SQL expression `cutoff` (which says when
-    /// rows expire: `ttl_expire_preview`'s `at - expire_after`), with the filter, and for the
-    /// rows that fall back to `expire_after`, that they do.
-    pub fn before(&self, ext: &Extension, reference: &str, cutoff: &str) -> String {
-        let filter = self
-            .filter_sql
-            .as_ref()
-            .map_or(String::new(), |filter| format!(" AND {filter}"));
-        format!(
-            "{reference} OPERATOR(pg_catalog.<) {cutoff}{filter}{}",
-            self.falls_back(ext)
-        )
-    }
-
-    /// `delete`, a batch statement of [`crate::deleter`], as this target runs it: unchanged,
-    /// or with its rows moved into the archive ([`crate::archive::wrap`]; an error when the
-    /// archive no longer exists).
-    pub fn archived(&self, delete: String) -> Result<String, String> {
-        match (self.archive_to, &self.archive) {
-            (None, _) => Ok(delete),
-            (Some(_), Some(Ok(archive))) => Ok(crate::archive::wrap(&delete, archive)),
-            (Some(_), Some(Err(e))) => Err(e.clone()),
-            (Some(_), None) => Err(format!(
-                "jsonb_ttl: the archive of {} was not read before its batch",
-                self.display_name
-            )),
-        }
-    }
-
-    /// The predicate of this target's index (see [`reference::index_predicate`]).
-    pub fn predicate(&self, ext: &Extension, reference: &str) -> String {
-        format!(
-            "{}{}",
-            reference::index_predicate(reference, self.filter_sql.as_deref()),
-            self.falls_back(ext)
-        )
     }
 
     /// The targets of this entry: itself, or with a per-row TTL field its two parts (the

@@ -1,4 +1,7 @@
-//! Removing the expired rows of one TTL index, in batches.
+//! Removing the expired rows of one TTL index, in batches: what a batch removes and how, built
+//! in one place for the worker, `ttl_expire_now`, `ttl_field_expire_now` and the preview. The
+//! SQL of a target's conditions and the archive's form are [`conditions`], the statements
+//! [`statements`], and running them (a batch, a range, a failed batch split in parts) here.
 //!
 //! The worker's batches take one range of the TTL index's keys each ([`range_batch_sql`]: each
 //! row read once, through the index, no document parsed again), the next starting where the
@@ -46,190 +49,19 @@
 //! place of `DELETE FROM ONLY tbl` ([`TtlIndex::removal`], see [`crate::field`]); each tests
 //! expiry again on the row version it changes.
 
-use crate::catalog::TtlIndex;
-use crate::extension::Extension;
+mod conditions;
+mod statements;
+pub use conditions::{update_head, wrap, Archive, Named};
+pub use statements::*;
+
 use crate::generic_plan::GenericPlan;
-use crate::planner::MARKER;
 use crate::txn::{in_subtransaction, Failure};
 use pgrx::datum::Interval;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::PgBuiltInOids;
 use std::ffi::CStr;
 
 pub use jsonb_ttl_core::purge::{Batch, Outcome, Purge, Reached};
-
-/// The probe of a TTL index: is any row expired? (parameter: `$1 interval` expire_after). An
-/// index scan that stops at the first entry: no user code runs, no row is locked.
-///
-/// `ORDER BY` is what keeps it an index scan: `now() - $1` is no constant at plan time, so the
-/// planner guesses a third of the rows match, and for a bare `LIMIT 1` it would rather scan
-/// the heap until one turns up — the whole table when nothing is expired (measured: 1.4 s for
-/// 5M rows, against 0.05 ms through the index). Selecting `ctid` keeps it a plain index scan,
-/// which marks the entries of rows deleted earlier as dead as it passes them. The first column
-/// is the oldest expired reference time, which the worker records for `ttl_stats`.
-pub fn probe_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
-    let reference = index.reference(ext)?;
-    Ok(format!(
-        "{MARKER}SELECT {reference}, ctid FROM ONLY {} WHERE {} ORDER BY {reference} LIMIT 1",
-        index.qualified_table,
-        index.expired(ext, &reference)
-    ))
-}
-
-/// The parameter type of the probe: expire_after.
-pub const PROBE_ARGS: [PgBuiltInOids; 1] = [PgBuiltInOids::INTERVALOID];
-
-/// The rows a batch picks: through the TTL index, oldest first, skipping rows locked elsewhere
-/// and, when `skip_set_aside`, the rows set aside because they cannot be deleted (`$3 tid[]`;
-/// a statement of its own, so that the common case pays no per-row test for an empty list).
-///
-/// Oldest first is the order of the forward index scan that the planner pins make the only
-/// plan ([`crate::planner`]: no sequential or bitmap scan, no sort). There is no `ORDER BY`: it
-/// would compute every row's reference time once more, for a sort column nothing sorts on
-/// (`tests/pg_regress/expected/deleter.out` pins the plan).
-pub fn pick_sql(ext: &Extension, index: &TtlIndex, skip_set_aside: bool) -> Result<String, String> {
-    let reference = index.reference(ext)?;
-    let set_aside = not_set_aside(skip_set_aside, "$3");
-    Ok(format!(
-        "{MARKER}SELECT ctid FROM ONLY {} WHERE {}{set_aside} \
-         LIMIT $2 FOR UPDATE SKIP LOCKED",
-        index.qualified_table,
-        index.expired(ext, &reference)
-    ))
-}
-
-/// The condition that leaves out the rows set aside, given as the `tid[]` parameter `param`,
-/// when `skip` (else nothing: the common case pays no per-row test for an empty list).
-pub(crate) fn not_set_aside(skip: bool, param: &str) -> String {
-    match skip {
-        true => format!(" AND ctid OPERATOR(pg_catalog.<>) ALL ({param})"),
-        false => String::new(),
-    }
-}
-
-/// The batch statement of a TTL index (parameters: `$1 interval` expire_after, `$2 bigint` limit).
-pub fn batch_sql(
-    ext: &Extension,
-    index: &TtlIndex,
-    skip_set_aside: bool,
-) -> Result<String, String> {
-    // a field TTL's UPDATE tests expiry again on the version it changes
-    let again = match index.field {
-        Some(_) => format!(" AND {}", index.expired(ext, &index.reference(ext)?)),
-        None => String::new(),
-    };
-    index.archived(format!(
-        "{MARKER}{} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY({})){again}",
-        index.removal(),
-        pick_sql(ext, index, skip_set_aside)?,
-    ))
-}
-
-/// The worker's batch statement when no row of the batch is busy (same parameters): the pick
-/// takes no row lock, and the DELETE tests expiry again, on the row version it deletes:
-///
-/// ```sql
-/// DELETE FROM ONLY tbl
-/// WHERE ctid = ANY (ARRAY(SELECT ctid FROM ONLY tbl WHERE <expired> LIMIT $2))
-///   AND <expired>
-/// ```
-///
-/// It writes no row-lock record before each delete (about 60 bytes of WAL a row, a tenth of
-/// what a row's delete writes). A row another transaction holds makes it wait: the worker runs
-/// it under `jsonb_ttl.lock_timeout`, and a batch that times out (or deadlocks) is run again
-/// at once with [`batch_sql`], which skips busy rows (see `Worker::batch`). A row whose date
-/// moved into the future after the pick is kept: in READ COMMITTED the DELETE re-evaluates its
-/// WHERE on the newest version of a row updated meanwhile.
-pub fn unlocked_batch_sql(
-    ext: &Extension,
-    index: &TtlIndex,
-    skip_set_aside: bool,
-) -> Result<String, String> {
-    let reference = index.reference(ext)?;
-    let set_aside = not_set_aside(skip_set_aside, "$3");
-    let expired = index.expired(ext, &reference);
-    index.archived(format!(
-        "{MARKER}{removal} WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(\
-         SELECT ctid FROM ONLY {table} WHERE {expired}{set_aside} LIMIT $2)) AND {expired}",
-        removal = index.removal(),
-        table = index.qualified_table,
-    ))
-}
-
-/// The worker's batch by key range (parameters: `$1 interval` expire_after, `$2 timestamptz`
-/// the range's first key, `$3 timestamptz` the key it ends before, `$4 tid[]` the rows set
-/// aside when `skip_set_aside`): the rows of one range of the TTL index, read once, through the
-/// index:
-///
-/// ```sql
-/// DELETE FROM ONLY tbl
-/// WHERE <reference> >= $2 AND <reference> < $3 AND <expired>
-///   [AND ctid <> ALL ($4)]
-/// ```
-///
-/// The three comparisons of the key are the index scan's conditions: expiry is decided on the
-/// key the index stores, and the document is not parsed again (a row updated meanwhile is tested
-/// again on its newest version, in READ COMMITTED's recheck, which evaluates the expression).
-/// The range is read from the index first ([`crate::leaf_check::range_end`]) so that it holds
-/// at most the batch's rows; the next batch starts where this one ended, past the entries of
-/// the rows it removed. As in [`unlocked_batch_sql`], no row is locked before its delete: a
-/// row another transaction holds makes it wait, within `jsonb_ttl.lock_timeout`.
-pub fn range_batch_sql(
-    ext: &Extension,
-    index: &TtlIndex,
-    skip_set_aside: bool,
-) -> Result<String, String> {
-    let reference = index.reference(ext)?;
-    let set_aside = not_set_aside(skip_set_aside, "$4");
-    index.archived(format!(
-        "{MARKER}{} WHERE {reference} OPERATOR(pg_catalog.>=) $2 \
-         AND {reference} OPERATOR(pg_catalog.<) $3 AND {}{set_aside}",
-        index.removal(),
-        index.expired(ext, &reference)
-    ))
-}
-
-/// The parameter types of [`range_batch_sql`]: expire_after, the range's keys, the rows set
-/// aside.
-pub const RANGE_ARGS: [PgBuiltInOids; 4] = [
-    PgBuiltInOids::INTERVALOID,
-    PgBuiltInOids::TIMESTAMPTZOID,
-    PgBuiltInOids::TIMESTAMPTZOID,
-    PgBuiltInOids::TIDARRAYOID,
-];
-
-/// The first statement of a counting batch: locks the rows the batch statement will pick, and
-/// counts them (same parameters).
-pub fn pick_count_sql(
-    ext: &Extension,
-    index: &TtlIndex,
-    skip_set_aside: bool,
-) -> Result<String, String> {
-    Ok(format!(
-        "{MARKER}SELECT pg_catalog.count(*) FROM ({}) picked",
-        pick_sql(ext, index, skip_set_aside)?
-    ))
-}
-
-/// The parameter types of the batch statements and of the pick: expire_after, limit, the rows
-/// set aside.
-pub const BATCH_ARGS: [PgBuiltInOids; 3] = [
-    PgBuiltInOids::INTERVALOID,
-    PgBuiltInOids::INT8OID,
-    PgBuiltInOids::TIDARRAYOID,
-];
-
-/// The DELETE of given rows, still expired (parameters: `$1 interval` expire_after, `$2 tid[]`
-/// the rows): how a failed batch is retried in parts (see [`delete_in_parts`]).
-pub fn delete_rows_sql(ext: &Extension, index: &TtlIndex) -> Result<String, String> {
-    let reference = index.reference(ext)?;
-    index.archived(format!(
-        "{MARKER}{} WHERE ctid OPERATOR(pg_catalog.=) ANY ($2) AND {}",
-        index.removal(),
-        index.expired(ext, &reference)
-    ))
-}
 
 /// What [`delete_in_parts`] did.
 #[derive(Default, Debug)]
@@ -251,7 +83,7 @@ pub const MAX_SUBTRANSACTIONS: usize = 64;
 /// [`MAX_SUBTRANSACTIONS`] are opened, and the rows not reached stay for the next batch. A
 /// failure that belongs to the moment (a cancel, `jsonb_ttl.batch_timeout`, a lock timeout, a
 /// deadlock) is no row's fault: it ends the whole split, raised again, and sets nothing aside.
-/// `archives`: `delete_rows` is the archiving form ([`crate::archive::wrap`]), which returns
+/// `archives`: `delete_rows` is the archiving form ([`wrap`]), which returns
 /// the count of rows it removed.
 pub fn delete_in_parts(
     delete_rows: &str,

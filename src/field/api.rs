@@ -2,14 +2,17 @@
 //! `ttl_field_alter`, `ttl_field_drop`, `ttl_field_expire_now`. For the table's owner; the
 //! catalog is written as the catalog's owner.
 
-use super::{index_expressions, index_on, MAX_FIELDS};
 use crate::build::{build_index, choose_index_name, matching_index};
+use crate::catalog::MAX_FIELDS;
 use crate::error::raise;
 use crate::extension::{Extension, INTERNAL_SCHEMA as INTERNAL};
+use crate::field_dates::{dates_and_removals, related, removes_date, serialize_dates};
 use crate::functions::numeric_unit_arg;
 use crate::owner;
+use crate::reference::field_index_expressions as index_expressions;
 use crate::spec::{check_expire_after, resolve_path};
 use crate::table::{existing, owned_table, required, Table};
+use crate::tracking::field_index_on as index_on;
 use jsonb_ttl_core::parse::NumericUnit;
 use jsonb_ttl_core::path::{ColumnKind, Resolved};
 use pgrx::datum::Interval;
@@ -279,7 +282,8 @@ fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i
     let table = owned_table(tbl);
     let path = required(path, "path");
     let date = field_key(&table, path);
-    let targets: Vec<_> = super::load(&ext, Some(table.oid))
+    let targets: Vec<_> = crate::tracking::field_targets(&ext, Some(table.oid), true)
+        .0
         .into_iter()
         .filter(|target| {
             target.resolved.column == date.column && target.resolved.json_path == date.json_path
@@ -290,7 +294,7 @@ fn ttl_field_expire_now(tbl: Option<Oid>, path: Option<&str>, max_rows: Option<i
     }
     let mut targets = targets;
     let ttl_targets = crate::catalog::load(&ext, None, crate::catalog::Scope::Targets);
-    super::guard_targets(&mut targets, &ttl_targets);
+    crate::field_dates::guard_targets(&mut targets, &ttl_targets);
     crate::expire_now::expire_targets(&ext, &targets, max_rows)
 }
 
@@ -386,12 +390,9 @@ fn remove_path(table: &Table, date: &Resolved, remove: Option<&str>) -> Vec<Stri
 /// The changes of the tree's dates are serialized first, and the TTL indexes read after, under
 /// a snapshot taken then (see [`super::refuse_removing`], the other side).
 fn guard_row_ttl(ext: &Extension, table: &Table, column: &str, removed: &[String]) {
-    super::serialize_dates(table.oid);
-    let (dates, _) = super::dates_and_removals(ext, &super::related(table.oid));
-    if dates
-        .iter()
-        .any(|date| super::removes_date(column, removed, date))
-    {
+    serialize_dates(table.oid);
+    let (dates, _) = dates_and_removals(ext, &related(table.oid));
+    if dates.iter().any(|date| removes_date(column, removed, date)) {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!(

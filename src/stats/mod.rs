@@ -93,10 +93,14 @@ pub const OWN_TTL: u8 = 1;
 /// The parts of field TTLs start after these (see [`field_part`]).
 const FIELD_BASE: u8 = 2;
 
+/// The most field TTLs one table may have: each counts in a part of the table's statistics
+/// (a `u8` after [`FIELD_BASE`]).
+pub const MAX_FIELDS: i16 = 200;
+
 /// The part of a table's statistics that field TTL number `n` (1 to 200, see
 /// [`crate::field`]) counts in: the documents whose field it removed.
 pub fn field_part(n: i16) -> u8 {
-    FIELD_BASE + n.clamp(1, crate::field::MAX_FIELDS) as u8
+    FIELD_BASE + n.clamp(1, MAX_FIELDS) as u8
 }
 
 /// The most expired rows counted for `ttl_stats.backlog` after a visit cut short by a limit.

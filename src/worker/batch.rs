@@ -10,10 +10,11 @@ use crate::archive::Verdict;
 use crate::bgw::BatchTimer;
 use crate::catalog::{self, TtlIndex};
 use crate::deadline::Deadline;
-use crate::deleter::{self, Batch, Outcome, Reached};
+use crate::deleter::{self, Batch, Named, Outcome, Reached};
 use crate::extension::Extension;
 use crate::generic_plan::GenericPlan;
-use crate::leaf_check::{self, Marks, RangeEnd};
+use crate::leaf_check::{self, Marks};
+use crate::leaf_range::{self, RangeEnd};
 use crate::origin::Stream;
 use crate::txn::{in_transaction, Failure};
 use crate::undeletable;
@@ -167,7 +168,7 @@ pub(super) fn run_statements(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     ext: &Extension,
     (batch, low, marks): (Batch, i64, &Marks),
-    current: &TtlIndex,
+    current: &Named,
     expire_after: pgrx::datum::Interval,
     limit: i64,
     set_aside: &[pg_sys::ItemPointerData],
@@ -214,7 +215,7 @@ pub(super) fn run_statements(
 fn run_range(
     statements: &mut HashMap<((Oid, catalog::Part), Batch), Prepared<GenericPlan>>,
     ext: &Extension,
-    current: &TtlIndex,
+    current: &Named,
     expire_after: pgrx::datum::Interval,
     (low, rows, marks): (i64, i64, &Marks),
     set_aside: &[pg_sys::ItemPointerData],
@@ -223,7 +224,7 @@ fn run_range(
     // (in the frame, as the owner: the time zone `now() - $1` computes in is this session's)
     let cutoff = leaf_check::cutoff(&expire_after, || true)?;
     let (high, reached) =
-        match leaf_check::range_end(current.table, index_oid, low, cutoff, rows, marks)? {
+        match leaf_range::range_end(current.table, index_oid, low, cutoff, rows, marks)? {
             RangeEnd::Empty => return Some(range_outcome(0, Reached::Cutoff)),
             RangeEnd::Run => return None,
             RangeEnd::Key(key) => (Some(key), Reached::Key(key)),
@@ -255,7 +256,7 @@ fn range_outcome(deleted: u64, reached: Reached) -> Outcome {
 pub(super) fn in_batch_frame<R>(
     frame: &mut Frame,
     index: &TtlIndex,
-    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+    f: impl FnOnce(&Named, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
     in_frame(frame, index, Stream::NONE, false, |_| 0, f)
 }
@@ -285,7 +286,7 @@ impl Removed for deleter::Parts {
 fn in_delete_frame<R: Removed>(
     frame: &mut Frame,
     index: &TtlIndex,
-    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+    f: impl FnOnce(&Named, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
     let stream = Stream::for_batch(index.replication_origin, index.logical_message)?;
     in_frame(frame, index, stream, true, R::removed, f)
@@ -300,7 +301,7 @@ fn in_frame<R>(
     stream: Stream,
     lock: bool,
     removed: impl FnOnce(&R) -> u64,
-    f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+    f: impl FnOnce(&Named, pgrx::datum::Interval) -> R,
 ) -> Result<Option<R>, Failure> {
     let done = in_transaction(|| {
         // the origin first, within a wait of its own: another database's batches that carry

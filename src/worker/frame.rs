@@ -6,11 +6,11 @@
 
 use super::statements::{prepared, Prepared};
 use crate::batch_frame::Entered;
-use crate::catalog::{self, TtlIndex};
+use crate::catalog::{self, Definition, Lock, Statement, TtlIndex};
+use crate::deleter::{self, Named};
 use crate::extension::Extension;
-use crate::{deleter, gucs, owner};
+use crate::{gucs, owner};
 use pgrx::pg_sys::{self, Oid};
-use pgrx::prelude::*;
 use std::collections::{HashMap, HashSet};
 
 /// What the batches of a pass keep between them: the prepared lock of a TTL index's catalog
@@ -32,7 +32,7 @@ pub(super) struct Frame {
     /// on under the new definition, the safety brake first.
     pub(super) changed: bool,
     /// The extension of this pass's database (for the check of a field TTL's batch against
-    /// the TTL indexes of its table, see [`crate::field::removes_a_ttl_date`]).
+    /// the TTL indexes of its table, see [`crate::field_dates::removes_a_ttl_date`]).
     ext: Option<Extension>,
 }
 
@@ -42,16 +42,9 @@ impl Frame {
         self.ext = Some(ext.clone());
         self.role_settings.clear();
         self.row_locked.clear();
-        self.lookup_sql = [
-            [
-                catalog::definition_sql(ext, false),
-                catalog::definition_sql(ext, true),
-            ],
-            [
-                crate::field::definition_sql(false),
-                crate::field::definition_sql(true),
-            ],
-        ];
+        self.lookup_sql = [false, true].map(|field| {
+            [Lock::No, Lock::SkipLocked].map(|lock| catalog::definition_sql(ext, field, lock))
+        });
     }
 
     /// The steps of one batch of `index` inside its transaction: the table locked within
@@ -68,7 +61,7 @@ impl Frame {
         &mut self,
         index: &TtlIndex,
         lock: bool,
-        f: impl FnOnce(&TtlIndex, pgrx::datum::Interval) -> R,
+        f: impl FnOnce(&Named, pgrx::datum::Interval) -> R,
     ) -> Option<R> {
         self.changed = false;
         let lock_timeout = gucs::LOCK_TIMEOUT_MS.get().to_string();
@@ -119,52 +112,32 @@ impl Frame {
     fn definition(&mut self, index: &TtlIndex, lock: bool) -> Option<pgrx::datum::Interval> {
         let mut expire_after = None;
         for locked in [false, true].into_iter().take(1 + lock as usize) {
-            match self.read_definition(index, locked) {
-                Some((interval, version)) if version == index.version => expire_after = interval,
-                _ => {
-                    self.changed = true;
-                    return None;
-                }
+            expire_after = self
+                .read_definition(index, locked)
+                .and_then(|definition| definition.governs(index));
+            if expire_after.is_none() {
+                self.changed = true;
+                return None;
             }
         }
-        // the rows with a TTL of their own are keyed on their expiry: no expire_after
-        Some(match index.part {
-            catalog::Part::OwnTtl => pgrx::datum::Interval::from_micros(0),
-            _ => expire_after?,
-        })
+        expire_after
     }
 
-    /// The catalog row of `index`: its expire_after and version, read plainly or `locked`
-    /// (`FOR SHARE SKIP LOCKED`); `None` when it is gone or (`locked`) a change holds it.
-    fn read_definition(
-        &mut self,
-        index: &TtlIndex,
-        locked: bool,
-    ) -> Option<(Option<pgrx::datum::Interval>, String)> {
-        let field = index.field.as_ref().map(|field| field.id);
-        let sql = &self.lookup_sql[field.is_some() as usize][locked as usize];
+    /// The catalog row of `index` ([`catalog::read_definition`], prepared once a pass), read
+    /// plainly or `locked` (`FOR SHARE SKIP LOCKED`); `None` when it is gone or (`locked`) a
+    /// change holds it.
+    fn read_definition(&mut self, index: &TtlIndex, locked: bool) -> Option<Definition> {
+        let field = index.field.is_some();
+        let sql = &self.lookup_sql[field as usize][locked as usize];
         let types: &[pgrx::PgBuiltInOids] = match field {
-            Some(_) => &[pgrx::PgBuiltInOids::OIDOID, pgrx::PgBuiltInOids::INT2OID],
-            None => &[pgrx::PgBuiltInOids::OIDOID],
+            true => &[pgrx::PgBuiltInOids::OIDOID, pgrx::PgBuiltInOids::INT2OID],
+            false => &[pgrx::PgBuiltInOids::OIDOID],
         };
-        let lookup = prepared(&mut self.lookups, (field.is_some(), locked), sql, types);
-        let mut args = vec![index.root.into()];
-        if let Some(id) = field {
-            args.push(id.into());
-        }
-        let read = |rows: pgrx::spi::SpiTupleTable| match rows.is_empty() {
-            true => Ok(None),
-            false => rows
-                .first()
-                .get_two::<pgrx::datum::Interval, String>()
-                .map(|(interval, version)| Some((interval, version.unwrap_or_default()))),
+        let lookup = prepared(&mut self.lookups, (field, locked), sql, types);
+        let lock = match locked {
+            true => Lock::SkipLocked,
+            false => Lock::No,
         };
-        let found = match locked {
-            // a row lock is a write: the non-read-only SPI
-            true => Spi::connect_mut(|client| read(client.update(lookup, Some(1), &args)?)),
-            // read-only: no transaction ID, no WAL
-            false => Spi::connect(|client| read(client.select(lookup, Some(1), &args)?)),
-        };
-        found.unwrap_or_else(|e: pgrx::spi::SpiError| error!("cannot read the TTL catalog: {e}"))
+        catalog::read_definition(index, lock, Statement::Prepared(lookup))
     }
 }

@@ -53,9 +53,9 @@ fn ttl_worker_range_batch(tbl: Oid, max_rows: i64, low: TimestampWithTimeZone) -
 #[search_path(pg_catalog, pg_temp)]
 fn ttl_worker_field_batch(tbl: Oid, path: &str, max_rows: i64) -> i64 {
     let ext = Extension::current();
-    let mut fields = crate::field::load(&ext, None);
+    let mut fields = crate::tracking::field_targets(&ext, None, true).0;
     let ttl_targets = catalog::load(&ext, None, catalog::Scope::Targets);
-    crate::field::guard_targets(&mut fields, &ttl_targets);
+    crate::field_dates::guard_targets(&mut fields, &ttl_targets);
     let target = fields
         .into_iter()
         .find(|field| field.table == tbl && field.path == path);

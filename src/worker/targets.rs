@@ -161,13 +161,13 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
     // next pass.)
     let (digest, mut indexes) = under_fresh_snapshot(|| {
         let mut indexes = catalog::load(ext, None, catalog::Scope::Targets);
-        let (fields, all_read) = crate::field::load_for_worker(ext);
+        let (fields, all_read) = crate::tracking::field_targets(ext, None, false);
         if !all_read {
             // a table's lock was not free: its field TTLs wait, and the next pass reads again
             CHANGED.store(true, Ordering::SeqCst);
         }
         let mut fields = fields;
-        crate::field::guard_targets(&mut fields, &indexes);
+        crate::field_dates::guard_targets(&mut fields, &indexes);
         indexes.extend(fields);
         (digest(&tables), indexes)
     });
