@@ -10,9 +10,23 @@
 -- operators (OPERATOR(pg_catalog.=)) and functions (pg_catalog.…), every function pins its
 -- search_path, every name that reaches SQL text goes through format('%I') or regclass.
 
-CREATE SCHEMA IF NOT EXISTS jsonb_ttl;   -- pg_tle's CREATE EXTENSION … SCHEMA creates it first
+-- (as an extension, pg_tle's CREATE EXTENSION has made it already: the control's schema)
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) 'jsonb_ttl') THEN
+        CREATE SCHEMA jsonb_ttl;
+    END IF;
+END
+$$;
 COMMENT ON SCHEMA jsonb_ttl IS 'jsonb_ttl (SQL edition): TTL indexes for tables of JSONB documents.';
 GRANT USAGE ON SCHEMA jsonb_ttl TO PUBLIC;
 CREATE SCHEMA jsonb_ttl_internal;
 COMMENT ON SCHEMA jsonb_ttl_internal IS 'jsonb_ttl: internals; nothing here is called directly.';
 GRANT USAGE ON SCHEMA jsonb_ttl_internal TO PUBLIC;
+
+-- Which edition and version this is.
+CREATE FUNCTION jsonb_ttl.ttl_edition()
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 'jsonb_ttl @VERSION@ (SQL edition, for managed services)'::pg_catalog.text $$;

@@ -1,0 +1,392 @@
+-- The purge: ttl_purge(), a procedure pg_cron calls, and ttl_expire_now(), a function that does
+-- the same in the caller's transaction. Both run as their caller and purge only the tables whose
+-- owner the caller is (or whose owner's privileges the caller has, unless the caller is a
+-- superuser: a superuser's call purges only its own tables, so that it never runs a tenant's
+-- triggers, policies or filter as a superuser). Every DELETE is then one the caller could have
+-- written by hand: one role never deletes another's rows it could not delete itself.
+--
+-- A batch: one statement, through the part's index, its rows locked FOR UPDATE SKIP LOCKED (rows
+-- another transaction holds are left for a later batch, never waited for), and expiry checked
+-- again on the row version deleted (the DELETE's own WHERE):
+--
+--   DELETE FROM tbl WHERE ctid = ANY (ARRAY(SELECT ctid FROM tbl WHERE <key> < $1 AND <predicate>
+--                                          ORDER BY <key> LIMIT $2 FOR UPDATE SKIP LOCKED))
+--                     AND <key> < $1 AND <predicate>
+
+-- Whether the caller purges a table (see above).
+CREATE FUNCTION jsonb_ttl_internal._ttl_may_purge(tbl oid)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT c.relowner OPERATOR(pg_catalog.=) r.oid
+                            OR (NOT r.rolsuper AND pg_catalog.pg_has_role(r.oid, c.relowner, 'USAGE'))
+                     FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
+                     WHERE c.oid OPERATOR(pg_catalog.=) tbl AND r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), false)
+$$;
+
+-- One batch of a part of a table's TTL index, in the caller's transaction, under the definition
+-- committed when it starts (its catalog row is read FOR SHARE: an alter, pause or drop under way
+-- is waited for, at most lock_timeout). Every lock it waits for, it waits at most lock_timeout
+-- (55P03 then). Returns the rows deleted, or NULL when the TTL index is paused or gone.
+CREATE FUNCTION jsonb_ttl_internal._ttl_delete_batch(tbl regclass, part text, max_rows bigint, lock_timeout text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t jsonb_ttl_internal.ttl_index;
+    p record;
+    deleted bigint;
+BEGIN
+    IF lock_timeout IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('lock_timeout', lock_timeout, true);  -- until this function returns
+    END IF;
+    SELECT * INTO t FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl FOR SHARE;
+    IF NOT FOUND OR t.paused_at IS NOT NULL OR NOT jsonb_ttl_internal._ttl_may_purge(tbl::pg_catalog.oid) THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO p FROM jsonb_ttl_internal._ttl_parts(tbl) x WHERE x.part OPERATOR(pg_catalog.=) _ttl_delete_batch.part;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE pg_catalog.format(
+        'WITH gone AS (DELETE FROM %1$s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
+        'SELECT ctid FROM %1$s WHERE %2$s OPERATOR(pg_catalog.<) $1 AND %3$s ORDER BY %2$s LIMIT $2 FOR UPDATE SKIP LOCKED)) '
+        'AND %2$s OPERATOR(pg_catalog.<) $1 AND %3$s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+        tbl, p.key_sql, p.predicate_sql)
+    INTO deleted
+    USING jsonb_ttl_internal._ttl_cutoff(pg_catalog.now(), p.expire_after), max_rows;
+    RETURN deleted;
+END
+$$;
+
+-- The safety brake, once for each backlog (until a run drains it, or an alter changes what
+-- expires): when more than max_table_fraction of a table of at least brake_min_rows rows (the
+-- planner's estimate) is expired at once, the TTL index is paused (paused_by 'brake') and
+-- nothing goes until ttl_index_resume(). Returns whether it held.
+CREATE FUNCTION jsonb_ttl_internal._ttl_brake(tbl regclass, part text, max_table_fraction double precision,
+                                              brake_min_rows double precision)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t jsonb_ttl_internal.ttl_index;
+    counted boolean;
+    table_rows double precision;
+    lim bigint;
+    expired record;
+BEGIN
+    SELECT * INTO t FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl FOR UPDATE;
+    SELECT s.backlog_counted INTO counted FROM jsonb_ttl_internal.ttl_state s
+    WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_brake.part;
+    IF NOT FOUND OR t.paused_at IS NOT NULL OR t.brake_released OR counted OR max_table_fraction OPERATOR(pg_catalog.>=) 1 THEN
+        RETURN false;
+    END IF;
+    table_rows := jsonb_ttl_internal._ttl_table_rows(tbl);
+    IF table_rows OPERATOR(pg_catalog.>=) brake_min_rows THEN
+        lim := pg_catalog.floor(max_table_fraction OPERATOR(pg_catalog.*) table_rows)::bigint;
+        -- counted through the index, stopping one past the limit
+        expired := jsonb_ttl_internal._ttl_count_expired(tbl, part, pg_catalog.now(), lim OPERATOR(pg_catalog.+) 1);
+        IF expired.rows OPERATOR(pg_catalog.>) lim THEN
+            UPDATE jsonb_ttl_internal.ttl_index x
+            SET paused_at = pg_catalog.now(), paused_by = 'brake',
+                paused_reason = pg_catalog.format('more than %s of about %s row(s) would expire at once (max_table_fraction %s)',
+                                                  lim, table_rows::bigint, max_table_fraction)
+            WHERE x.table_oid OPERATOR(pg_catalog.=) tbl;
+            RAISE WARNING 'jsonb_ttl: the safety brake paused the TTL index of %: more than % of about % row(s) would expire at once',
+                          tbl, lim, table_rows::bigint
+                USING HINT = pg_catalog.format('ttl_expire_preview(%L) shows what would go; if they may all go: SELECT jsonb_ttl.ttl_index_resume(%L)',
+                                               tbl::text, tbl::text);
+            RETURN true;
+        END IF;
+    END IF;
+    UPDATE jsonb_ttl_internal.ttl_state s SET backlog_counted = true
+    WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_brake.part;
+    RETURN false;
+END
+$$;
+
+-- The end of a visit of a part: its statistics, and what is left expired (the lag).
+CREATE FUNCTION jsonb_ttl_internal._ttl_visit_end(tbl regclass, part text, deleted bigint, limit_hit boolean,
+                                                  error text, started timestamptz, skipped text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    left_over record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl) THEN
+        RETURN;
+    END IF;
+    BEGIN
+        left_over := jsonb_ttl_internal._ttl_count_expired(tbl, part, pg_catalog.now(), 1000000);
+    EXCEPTION WHEN OTHERS THEN
+        left_over := NULL;
+    END;
+    UPDATE jsonb_ttl_internal.ttl_state s
+    SET runs = s.runs OPERATOR(pg_catalog.+) 1,
+        rows_deleted = s.rows_deleted OPERATOR(pg_catalog.+) deleted,
+        last_run_at = pg_catalog.clock_timestamp(),
+        last_rows_deleted = deleted,
+        limit_reached = s.limit_reached OPERATOR(pg_catalog.+) CASE WHEN limit_hit THEN 1 ELSE 0 END,
+        errors = s.errors OPERATOR(pg_catalog.+) CASE WHEN error IS NOT NULL THEN 1 ELSE 0 END,
+        last_error = coalesce(error, s.last_error),
+        last_error_at = CASE WHEN error IS NOT NULL THEN pg_catalog.clock_timestamp() ELSE s.last_error_at END,
+        last_success_at = CASE WHEN error IS NULL THEN pg_catalog.clock_timestamp() ELSE s.last_success_at END,
+        last_run_ms = pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started) OPERATOR(pg_catalog.*) 1000,
+        backlog = left_over.rows,
+        oldest_expired = left_over.oldest,
+        skipped = _ttl_visit_end.skipped,
+        -- drained: the next backlog is counted again by the brake
+        backlog_counted = s.backlog_counted AND coalesce(left_over.rows, 1) OPERATOR(pg_catalog.>) 0
+    WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_visit_end.part;
+    -- a table drained of every part: a resumed brake holds again
+    UPDATE jsonb_ttl_internal.ttl_index x SET brake_released = false
+    WHERE x.table_oid OPERATOR(pg_catalog.=) tbl AND x.brake_released
+      AND NOT EXISTS (SELECT FROM jsonb_ttl_internal.ttl_state s
+                      WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND coalesce(s.backlog, 1) OPERATOR(pg_catalog.>) 0);
+END
+$$;
+
+-- The TTL indexes a run of the caller visits, least recently visited first; and the ones of
+-- tables that are gone, deleted (no event trigger does it on a managed service).
+CREATE FUNCTION jsonb_ttl_internal._ttl_run_tables()
+RETURNS regclass[]
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM jsonb_ttl_internal.ttl_index t
+    WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid);
+    RETURN ARRAY(
+        SELECT t.table_oid FROM jsonb_ttl_internal.ttl_index t
+        WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
+        ORDER BY (SELECT pg_catalog.min(s.last_run_at) FROM jsonb_ttl_internal.ttl_state s
+                  WHERE s.table_oid OPERATOR(pg_catalog.=) t.table_oid) NULLS FIRST, t.table_oid);
+END
+$$;
+
+-- The parts of a TTL index the purge visits: paused ones are skipped (and said so in ttl_stats).
+CREATE FUNCTION jsonb_ttl_internal._ttl_run_parts(tbl regclass)
+RETURNS text[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ARRAY(SELECT s.part FROM jsonb_ttl_internal.ttl_state s
+                 WHERE s.table_oid OPERATOR(pg_catalog.=) tbl ORDER BY s.part)
+$$;
+
+CREATE FUNCTION jsonb_ttl_internal._ttl_paused(tbl regclass)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT t.paused_at IS NOT NULL FROM jsonb_ttl_internal.ttl_index t
+                     WHERE t.table_oid OPERATOR(pg_catalog.=) tbl), true)
+$$;
+
+CREATE FUNCTION jsonb_ttl_internal._ttl_batch_cap(tbl regclass, batch_size integer)
+RETURNS integer
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT LEAST(batch_size, coalesce((SELECT t.batch_size FROM jsonb_ttl_internal.ttl_index t
+                                       WHERE t.table_oid OPERATOR(pg_catalog.=) tbl), batch_size))
+$$;
+
+-- ttl_purge(): what the Rust edition's worker does in a pass, for the TTL indexes of the tables
+-- the caller purges (see the top of this file). pg_cron calls it:
+--   SELECT cron.schedule_in_database('jsonb_ttl', '30 seconds', 'CALL jsonb_ttl.ttl_purge()', 'mydb');
+-- Each batch is its own transaction (a COMMIT after each), sized to take about batch_time
+-- (doubled while batches are quicker than half of it, halved when one takes more than twice
+-- it); within max_table_removes rows a table and max_total_removes a run, and no batch starts
+-- after max_run_time. A table whose batch fails (a lock not had within lock_timeout, a
+-- trigger's error) is left until the next run, its error in ttl_stats. Call it outside a
+-- transaction block (CALL in autocommit mode, as pg_cron does).
+-- No SET clause (a procedure with one cannot COMMIT): its statements are written down to their
+-- operators and functions, and it sets search_path for each of its transactions.
+CREATE PROCEDURE jsonb_ttl.ttl_purge(max_table_removes bigint DEFAULT 100000,
+                                     max_total_removes bigint DEFAULT 1000000,
+                                     batch_size integer DEFAULT 10000,
+                                     batch_time interval DEFAULT '25 milliseconds',
+                                     max_run_time interval DEFAULT '50 seconds',
+                                     lock_timeout interval DEFAULT '100 milliseconds',
+                                     max_table_fraction double precision DEFAULT NULL,
+                                     brake_min_rows bigint DEFAULT NULL)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    run_started timestamptz := pg_catalog.clock_timestamp();
+    deadline timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) max_run_time;
+    target_ms double precision := pg_catalog.date_part('epoch', batch_time) OPERATOR(pg_catalog.*) 1000;
+    lock_wait text := (pg_catalog.date_part('epoch', lock_timeout) OPERATOR(pg_catalog.*) 1000)::bigint::text OPERATOR(pg_catalog.||) 'ms';
+    fraction double precision;
+    min_rows double precision;
+    tables regclass[];
+    parts text[];
+    tbl regclass;
+    part text;
+    n bigint := LEAST(batch_size, 1000);
+    cap bigint;
+    want bigint;
+    got bigint;
+    table_deleted bigint;
+    part_deleted bigint;
+    total bigint := 0;
+    limit_hit boolean;
+    error text;
+    skipped text;
+    started timestamptz;
+    batch_started timestamptz;
+    ms double precision;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF max_table_removes OPERATOR(pg_catalog.<=) 0 OR max_total_removes OPERATOR(pg_catalog.<=) 0
+       OR batch_size OPERATOR(pg_catalog.<=) 0 THEN
+        RAISE EXCEPTION 'max_table_removes, max_total_removes and batch_size must be more than 0'
+            USING ERRCODE = '22023', HINT = 'Leave them out for the defaults: 100000, 1000000 and 10000.';
+    END IF;
+    fraction := coalesce(max_table_fraction, jsonb_ttl_internal._ttl_setting('max_table_fraction', '0.5')::double precision);
+    min_rows := coalesce(brake_min_rows, jsonb_ttl_internal._ttl_setting('brake_min_rows', '10000')::double precision);
+    tables := jsonb_ttl_internal._ttl_run_tables();
+    COMMIT;
+    <<each_table>>
+    FOREACH tbl IN ARRAY tables LOOP
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        parts := jsonb_ttl_internal._ttl_run_parts(tbl);
+        table_deleted := 0;
+        FOREACH part IN ARRAY parts LOOP
+            started := pg_catalog.clock_timestamp();
+            limit_hit := false;
+            error := NULL;
+            skipped := NULL;
+            got := 0;
+            part_deleted := 0;
+            BEGIN
+                IF jsonb_ttl_internal._ttl_paused(tbl) THEN
+                    skipped := 'paused';
+                ELSIF jsonb_ttl_internal._ttl_brake(tbl, part, fraction, min_rows) THEN
+                    skipped := 'paused by brake';
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                error := SQLERRM;
+            END;
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            cap := jsonb_ttl_internal._ttl_batch_cap(tbl, batch_size);
+            n := LEAST(n, cap);
+            -- the batches
+            WHILE error IS NULL AND skipped IS NULL LOOP
+                IF total OPERATOR(pg_catalog.>=) max_total_removes OR table_deleted OPERATOR(pg_catalog.>=) max_table_removes
+                   OR pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) deadline THEN
+                    limit_hit := true;
+                    EXIT;
+                END IF;
+                want := LEAST(n, max_total_removes OPERATOR(pg_catalog.-) total, max_table_removes OPERATOR(pg_catalog.-) table_deleted);
+                batch_started := pg_catalog.clock_timestamp();
+                BEGIN
+                    got := jsonb_ttl_internal._ttl_delete_batch(tbl, part, want, lock_wait);
+                EXCEPTION
+                    WHEN lock_not_available THEN
+                        error := 'a lock was not had within lock_timeout (' OPERATOR(pg_catalog.||) lock_wait OPERATOR(pg_catalog.||) '): ' OPERATOR(pg_catalog.||) SQLERRM;
+                    WHEN OTHERS THEN
+                        error := SQLERRM;
+                END;
+                COMMIT;
+                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                EXIT WHEN error IS NOT NULL;
+                IF got IS NULL THEN
+                    skipped := 'paused';   -- paused (or dropped) since the run began
+                    EXIT;
+                END IF;
+                total := total OPERATOR(pg_catalog.+) got;
+                table_deleted := table_deleted OPERATOR(pg_catalog.+) got;
+                part_deleted := part_deleted OPERATOR(pg_catalog.+) got;
+                EXIT WHEN got OPERATOR(pg_catalog.<) want;   -- drained (or the rest is held by others)
+                -- a batch of about batch_time
+                ms := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) batch_started) OPERATOR(pg_catalog.*) 1000;
+                IF ms OPERATOR(pg_catalog.<) target_ms OPERATOR(pg_catalog./) 2 THEN
+                    n := LEAST(n OPERATOR(pg_catalog.*) 2, cap);
+                ELSIF ms OPERATOR(pg_catalog.>) target_ms OPERATOR(pg_catalog.*) 2 THEN
+                    n := GREATEST(n OPERATOR(pg_catalog./) 2, 10);
+                END IF;
+            END LOOP;
+            BEGIN
+                PERFORM jsonb_ttl_internal._ttl_visit_end(tbl, part, part_deleted, limit_hit, error, started, skipped);
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'jsonb_ttl: the statistics of % were not kept: %', tbl, SQLERRM;
+            END;
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            IF error IS NOT NULL THEN
+                RAISE WARNING 'jsonb_ttl: % was not purged: %', tbl, error;
+            END IF;
+            EXIT each_table WHEN total OPERATOR(pg_catalog.>=) max_total_removes
+                              OR pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) deadline;
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON PROCEDURE jsonb_ttl.ttl_purge(bigint, bigint, integer, interval, interval, interval, double precision, bigint) IS
+  'Deletes expired rows of the TTL indexes of the tables the caller owns, in batches of about batch_time, each committed; what pg_cron calls.';
+
+-- ttl_expire_now(): the same purge in the caller's transaction (no internal commits), not
+-- braked (its caller asked); a named table that is paused is refused, with no table named the
+-- paused ones are left (said in a NOTICE). Returns the rows removed.
+CREATE FUNCTION jsonb_ttl.ttl_expire_now(tbl regclass DEFAULT '-'::pg_catalog.regclass, max_rows bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tables regclass[];
+    t regclass;
+    part text;
+    got bigint;
+    total bigint := 0;
+    want bigint;
+BEGIN
+    IF tbl IS NULL THEN
+        PERFORM jsonb_ttl_internal._ttl_error('22004', 'tbl must not be NULL',
+            'Name a table, or leave tbl out for every table you own (to_regclass() gives NULL for one that does not exist).');
+    END IF;
+    IF max_rows IS NOT NULL AND max_rows OPERATOR(pg_catalog.<) 0 THEN
+        PERFORM jsonb_ttl_internal._ttl_error('22023', 'max_rows must be 0 or more', 'Leave it out for no limit.');
+    END IF;
+    IF tbl::pg_catalog.oid OPERATOR(pg_catalog.=) 0 THEN
+        tables := jsonb_ttl_internal._ttl_run_tables();
+    ELSE
+        PERFORM jsonb_ttl_internal._ttl_lock_definition(tbl);
+        IF NOT jsonb_ttl_internal._ttl_may_purge(tbl::pg_catalog.oid) THEN
+            PERFORM jsonb_ttl_internal._ttl_error('42501', pg_catalog.format('a superuser purges only the tables it owns, not %s', tbl),
+                'Purge it as its owner (SET ROLE), so that its triggers and policies never run as a superuser.');
+        END IF;
+        IF jsonb_ttl_internal._ttl_paused(tbl) THEN
+            PERFORM jsonb_ttl_internal._ttl_error('55000', pg_catalog.format('the TTL index of %s is paused', tbl),
+                pg_catalog.format('Nothing goes while it is paused. To purge it: SELECT jsonb_ttl.ttl_index_resume(%L); then SELECT jsonb_ttl.ttl_expire_now(%L).', tbl::text, tbl::text));
+        END IF;
+        tables := ARRAY[tbl];
+    END IF;
+    FOREACH t IN ARRAY tables LOOP
+        IF jsonb_ttl_internal._ttl_paused(t) THEN
+            RAISE NOTICE 'jsonb_ttl: % skipped: it is paused', t;
+            CONTINUE;
+        END IF;
+        FOREACH part IN ARRAY jsonb_ttl_internal._ttl_run_parts(t) LOOP
+            LOOP
+                want := LEAST(10000, coalesce(max_rows OPERATOR(pg_catalog.-) total, 10000));
+                EXIT WHEN want OPERATOR(pg_catalog.<=) 0;
+                got := coalesce(jsonb_ttl_internal._ttl_delete_batch(t, part, want, NULL), 0);
+                total := total OPERATOR(pg_catalog.+) got;
+                EXIT WHEN got OPERATOR(pg_catalog.<) want;
+            END LOOP;
+        END LOOP;
+    END LOOP;
+    RETURN total;
+END
+$$;
+COMMENT ON FUNCTION jsonb_ttl.ttl_expire_now(regclass, bigint) IS
+  'Removes expired rows now, in this transaction: of one table, or of every TTL table the caller owns.';
