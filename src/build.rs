@@ -28,9 +28,75 @@ pub fn adoptable(table: Oid, reference: &str, predicate: &str) -> Option<String>
     matching_index(table, reference, predicate, None).map(|(_, name)| name)
 }
 
-/// The valid, ready index of `table` that is exactly the index on `reference` with predicate
-/// `predicate` (an ascending btree with the default operator class, one key, not unique; as
-/// `pg_get_expr` shows them), with its name: the one named `prefer` if it is one, else the
+/// An index shaped as a TTL index is (see [`shaped_indexes`]).
+pub struct Shaped {
+    pub oid: Oid,
+    pub name: String,
+    /// Its key: the expression as `pg_get_expr` shows it, or the column as `pg_get_indexdef`.
+    pub key: String,
+    /// Its predicate as `pg_get_expr` shows it (`None`: not partial).
+    pub predicate: Option<String>,
+}
+
+impl Shaped {
+    /// Whether it is the index `shape` ([`shape`]): the one identity of an index, by what it
+    /// is, whatever its name.
+    pub fn is(&self, shape: &(String, String)) -> bool {
+        self.key == shape.0 && self.predicate.as_deref() == Some(shape.1.as_str())
+    }
+}
+
+/// The index on `reference` with predicate `predicate` (both as we write them) as `table`'s
+/// index would show them ([`Shaped::key`], [`Shaped::predicate`]): made canonical once.
+pub fn shape(table: Oid, reference: &str, predicate: &str) -> (String, String) {
+    (
+        filter::canonical(table, reference, false),
+        filter::canonical(table, predicate, true),
+    )
+}
+
+/// The indexes of `table` shaped as a TTL index is (an ascending btree with the default
+/// operator class on one key, an expression or a column, not unique), in OID order; `usable`:
+/// only the valid, ready, live ones. Every search for a TTL index, a per-row TTL index or a
+/// field TTL's index by what it is goes through this and [`Shaped::is`].
+pub fn shaped_indexes(table: Oid, usable: bool) -> Vec<Shaped> {
+    Spi::connect(|client| {
+        client
+            .select(
+                "SELECT i.indexrelid, c.relname::pg_catalog.text, \
+                        coalesce(pg_catalog.pg_get_expr(i.indexprs, i.indrelid), \
+                                 pg_catalog.pg_get_indexdef(i.indexrelid, 1, false)), \
+                        pg_catalog.pg_get_expr(i.indpred, i.indrelid) \
+                 FROM pg_catalog.pg_index i \
+                 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
+                 JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam \
+                 JOIN pg_catalog.pg_opclass o ON o.oid OPERATOR(pg_catalog.=) i.indclass[0] \
+                 WHERE i.indrelid OPERATOR(pg_catalog.=) $1 \
+                   AND (NOT $2 OR (i.indisvalid AND i.indisready AND i.indislive)) \
+                   AND i.indnatts OPERATOR(pg_catalog.=) 1 AND NOT i.indisunique \
+                   AND a.amname OPERATOR(pg_catalog.=) 'btree'::pg_catalog.name \
+                   AND i.indoption[0] OPERATOR(pg_catalog.=) 0 AND o.opcdefault \
+                 ORDER BY i.indexrelid",
+                None,
+                &[table.into(), usable.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| {
+                    Some(Shaped {
+                        oid: row.get::<Oid>(1).ok()??,
+                        name: row.get::<String>(2).ok()??,
+                        key: row.get::<String>(3).ok()??,
+                        predicate: row.get::<String>(4).ok()?,
+                    })
+                })
+                .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// The valid, ready index of `table` that is the index on `reference` with predicate
+/// `predicate` ([`Shaped::is`]), with its name: the one named `prefer` if it is one, else the
 /// first by name.
 pub fn matching_index(
     table: Oid,
@@ -38,31 +104,16 @@ pub fn matching_index(
     predicate: &str,
     prefer: Option<&str>,
 ) -> Option<(Oid, String)> {
-    let expression = filter::canonical(table, reference, false);
-    let predicate = filter::canonical(table, predicate, true);
-    Spi::get_two_with_args::<Oid, String>(
-        "SELECT i.indexrelid, c.relname::pg_catalog.text \
-         FROM pg_catalog.pg_index i \
-         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
-         JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam \
-         JOIN pg_catalog.pg_opclass o ON o.oid OPERATOR(pg_catalog.=) i.indclass[0] \
-         WHERE i.indrelid OPERATOR(pg_catalog.=) $1 \
-           AND i.indisvalid AND i.indisready AND i.indislive AND NOT i.indisunique \
-           AND a.amname OPERATOR(pg_catalog.=) 'btree'::pg_catalog.name \
-           AND i.indnatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) 0 \
-           AND i.indoption[0] OPERATOR(pg_catalog.=) 0 AND o.opcdefault \
-           AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid) OPERATOR(pg_catalog.=) $2 \
-           AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) OPERATOR(pg_catalog.=) $3 \
-         ORDER BY c.relname::pg_catalog.text OPERATOR(pg_catalog.=) $4 DESC, c.relname LIMIT 1",
-        &[
-            table.into(),
-            expression.into(),
-            predicate.into(),
-            prefer.map(str::to_string).into(),
-        ],
-    )
-    .ok()
-    .and_then(|(oid, name)| Some((oid?, name?)))
+    let shape = shape(table, reference, predicate);
+    let mut found: Vec<Shaped> = shaped_indexes(table, true)
+        .into_iter()
+        .filter(|index| index.is(&shape))
+        .collect();
+    found.sort_by(|a, b| {
+        let preferred = |index: &Shaped| Some(index.name.as_str()) != prefer;
+        (preferred(a), &a.name).cmp(&(preferred(b), &b.name))
+    });
+    found.into_iter().next().map(|index| (index.oid, index.name))
 }
 
 /// One relation of the table's partition tree (the table itself first).

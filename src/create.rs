@@ -2,6 +2,7 @@
 //! or adopted, then its options in place), and dropping one.
 
 use crate::build::{self, build_index, choose_index_name, index_specs};
+use crate::catalog::TtlIndex;
 use crate::extension::Extension;
 use crate::spec::{check_drop_partitions, refuse_duplicate, IndexSpec};
 use crate::table::{existing, set_column, ttl_index_of, Table};
@@ -45,13 +46,15 @@ pub(crate) fn create(ext: &Extension, table: &Table, spec: &IndexSpec) -> bool {
         .as_ref()
         .map(|_| choose_index_name(table, "_row_ttl_idx", std::slice::from_ref(&index_name)));
     record(ext, spec.catalog_row(table, index_name, row_ttl_index_name));
-    build_or_adopt(ext, table, spec.build);
-    tracking::track_indexes(ext, table.oid);
+    // the entry as recorded, read once for the steps that follow
+    let mut entry = ttl_index_of(ext, table);
+    build_or_adopt(ext, table, &mut entry, spec.build);
+    tracking::track_entry(ext, &entry);
     if spec.touch {
-        touch::install(ext, &ttl_index_of(ext, table));
+        touch::install(ext, &entry);
     }
     if spec.hide_expired {
-        let enabled_here = hide::install(ext, &ttl_index_of(ext, table));
+        let enabled_here = hide::install(ext, &entry);
         set_column(ext, table, "hide_enabled_row_security", enabled_here.into());
     }
     if crate::citus::hash_distributed(table.oid) {
@@ -85,11 +88,11 @@ fn record(ext: &Extension, columns: Vec<(&str, pgrx::datum::DatumWithOid)>) {
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index: {e}"));
 }
 
-/// The index (and the per-row TTL one) of the recorded TTL index of `table`: adopted when it
-/// exists, else built unless `build` is false.
-fn build_or_adopt(ext: &Extension, table: &Table, build: bool) {
-    for (catalog_column, name, expression, predicate) in index_specs(ext, &ttl_index_of(ext, table))
-    {
+/// The index (and the per-row TTL one) of `entry`, the recorded TTL index of `table`: adopted
+/// when it exists (the catalog, and `entry`, take its name), else built unless `build` is
+/// false.
+fn build_or_adopt(ext: &Extension, table: &Table, entry: &mut TtlIndex, build: bool) {
+    for (catalog_column, name, expression, predicate) in index_specs(ext, entry) {
         match build::adoptable(table.oid, &expression, &predicate) {
             Some(adopted) => {
                 notice!(
@@ -100,7 +103,12 @@ fn build_or_adopt(ext: &Extension, table: &Table, build: bool) {
                     },
                     table.name
                 );
-                set_column(ext, table, catalog_column, adopted.into());
+                set_column(ext, table, catalog_column, adopted.clone().into());
+                match (catalog_column, entry.row_ttl.as_mut()) {
+                    ("index_name", _) => entry.index_name = adopted,
+                    (_, Some(row_ttl)) => row_ttl.index_name = adopted,
+                    (_, None) => {}
+                }
             }
             None if build => build_index(table, &name, &expression, &predicate),
             None => {}

@@ -18,7 +18,8 @@ use crate::catalog::TtlIndex;
 use crate::extension::Extension;
 use crate::table::{set_column, ttl_index_of, Table};
 use crate::{brake, gucs, owner};
-use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::pg_sys::{self, panic::ErrorReport};
 use pgrx::prelude::*;
 use pgrx::spi::{quote_identifier, quote_literal};
 use pgrx::PgSqlErrorCode;
@@ -204,33 +205,46 @@ fn describe(index: &TtlIndex, backlog: &Backlog) -> String {
 /// The preview of `table` now and its rows counted, both as the table's owner (a superuser's
 /// `ttl_index_create` runs no owner code as a superuser, and both counts see the rows the same
 /// row security lets the worker see), the times shown in the index's zone (UTC for none).
+/// The transaction's start, `now()`, at which the backlog is counted.
+fn now() -> TimestampWithTimeZone {
+    unsafe {
+        TimestampWithTimeZone::from_datum(
+            pg_sys::Datum::from(pg_sys::GetCurrentTransactionStartTimestamp()),
+            false,
+        )
+    }
+    .unwrap_or_else(|| error!("jsonb_ttl: no transaction start"))
+}
+
 fn measure(ext: &Extension, table: &Table, index: &TtlIndex) -> Backlog {
     owner::as_table_owner(index.owner, &[], || measure_as_owner(ext, table, index))
 }
 
 fn measure_as_owner(ext: &Extension, table: &Table, index: &TtlIndex) -> Backlog {
     let zone = index.time_zone.clone().unwrap_or_else(|| "UTC".to_string());
+    // the preview's own statement ([`crate::deleter::preview_sql`]), on the entry read already
+    let sql = crate::deleter::preview_sql(ext, index);
     let row = Spi::connect(|client| {
-        let row = client
+        let counted = client
+            .select(&sql, Some(1), &[now().into(), index.expire_after.into()])?
+            .first()
+            .get_three::<i64, TimestampWithTimeZone, TimestampWithTimeZone>()?;
+        let times = client
             .select(
-                &format!(
-                    "SELECT p.rows, \
-                            pg_catalog.to_char(p.oldest AT TIME ZONE $2, 'YYYY-MM-DD HH24:MI:SS'), \
-                            pg_catalog.to_char(p.newest AT TIME ZONE $2, 'YYYY-MM-DD HH24:MI:SS'), \
-                            pg_catalog.to_char(pg_catalog.now() AT TIME ZONE $2, 'YYYY-MM-DD HH24:MI:SS') \
-                     FROM {}._ttl_expire_preview($1, pg_catalog.now()) p",
-                    ext.internal()
-                ),
+                "SELECT pg_catalog.to_char($1 AT TIME ZONE $4, 'YYYY-MM-DD HH24:MI:SS'), \
+                        pg_catalog.to_char($2 AT TIME ZONE $4, 'YYYY-MM-DD HH24:MI:SS'), \
+                        pg_catalog.to_char($3 AT TIME ZONE $4, 'YYYY-MM-DD HH24:MI:SS')",
                 Some(1),
-                &[table.oid.into(), zone.as_str().into()],
+                &[
+                    counted.1.into(),
+                    counted.2.into(),
+                    now().into(),
+                    zone.as_str().into(),
+                ],
             )?
-            .first();
-        Ok::<_, pgrx::spi::Error>((
-            row.get::<i64>(1)?,
-            row.get::<String>(2)?,
-            row.get::<String>(3)?,
-            row.get::<String>(4)?,
-        ))
+            .first()
+            .get_three::<String, String, String>()?;
+        Ok::<_, pgrx::spi::Error>((counted.0, times.0, times.1, times.2))
     })
     .unwrap_or_else(|e| error!("jsonb_ttl: cannot count the expired rows: {e}"));
     let expired = row.0.unwrap_or(0);

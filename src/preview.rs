@@ -9,11 +9,10 @@
 //! the owner's code, so that query runs as the owner, for a caller who may read the table and
 //! to whom row security does not apply.
 
-use crate::catalog::{self, Part, Scope, TtlIndex};
+use crate::catalog::{self, Scope, TtlIndex};
 use crate::error::raise;
 use crate::extension::Extension;
 use crate::owner;
-use crate::planner::MARKER;
 use crate::table::required;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys::Oid;
@@ -43,7 +42,7 @@ fn ttl_expire_preview(
     let at = required(at, "at");
     let ext = Extension::current();
     let index = entry_of(&ext, tbl);
-    let sql = preview_sql(&ext, &index);
+    let sql = crate::deleter::preview_sql(&ext, &index);
     let expire_after: Interval = index.expire_after;
     let query = || {
         // read-only (Spi::get_three would assign a transaction ID: refused on a standby)
@@ -81,36 +80,6 @@ fn entry_of(ext: &Extension, tbl: Oid) -> TtlIndex {
         PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
         format!("table {name} has no TTL index"),
         "Create one with ttl_index_create().",
-    )
-}
-
-/// The preview's query (`$1` at, `$2` expire_after): the count, oldest and newest reference
-/// times of the rows expired at `$1`.
-fn preview_sql(ext: &Extension, index: &TtlIndex) -> String {
-    let reference = index.base_reference(ext).unwrap_or_else(|e| error!("{e}"));
-    // each part of a TTL index with a per-row TTL field (see crate::row_ttl), or the whole;
-    // the part with a TTL of its own is keyed on its expiry, with no expire_after
-    let parts = match index.row_ttl {
-        Some(_) => index.clone().parts(),
-        None => vec![index.clone()],
-    };
-    let expired = parts
-        .iter()
-        .map(|part| {
-            let key = part.reference(ext).unwrap_or_else(|e| error!("{e}"));
-            let cutoff = match part.part {
-                Part::OwnTtl => "$1",
-                _ => "($1 OPERATOR(pg_catalog.-) $2)",
-            };
-            format!("({})", part.before(ext, &key, cutoff))
-        })
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    // the table itself, partitions included: the TTL index of a partitioned table covers them
-    format!(
-        "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
-         FROM {} WHERE {expired}",
-        index.qualified_table
     )
 }
 

@@ -7,7 +7,6 @@
 use crate::build::{self, index_specs};
 use crate::catalog::{self, TtlIndex};
 use crate::extension::Extension;
-use crate::filter;
 use jsonb_ttl_core::path::ColumnKind;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
@@ -86,38 +85,38 @@ pub fn track_indexes(ext: &Extension, tbl: Oid) {
     if !ext.has_internal_schema() {
         return; // an older version's SQL records no OIDs: see recorded_index
     }
-    let Some(entry) = catalog::load(ext, Some(tbl), catalog::Scope::Entries)
+    if let Some(entry) = catalog::load(ext, Some(tbl), catalog::Scope::Entries)
         .into_iter()
         .next()
-    else {
+    {
+        track_entry(ext, &entry);
+    }
+}
+
+/// [`track_indexes`] for the TTL index `entry`, as read already.
+pub fn track_entry(ext: &Extension, entry: &TtlIndex) {
+    if !ext.has_internal_schema() {
         return;
-    };
+    }
+    let tbl = entry.root;
     let mut roles = vec![("index_name", Some(entry.index_name.clone()))];
     if let Some(row_ttl) = &entry.row_ttl {
         let name = (!row_ttl.index_name.is_empty()).then(|| row_ttl.index_name.clone());
         roles.push(("row_ttl_index_name", name));
     }
-    let candidates: Vec<(Oid, String)> = Spi::connect(|client| {
-        client
-            .select(
-                "SELECT i.indexrelid, c.relname::pg_catalog.text FROM pg_catalog.pg_index i \
-                 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
-                 WHERE i.indrelid OPERATOR(pg_catalog.=) $1 ORDER BY i.indexrelid",
-                None,
-                &[tbl.into()],
-            )
-            .map(|rows| {
-                rows.filter_map(|row| Some((row.get::<Oid>(1).ok()??, row.get::<String>(2).ok()??)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
+    // every index of the table shaped as ours, and the shapes of ours: each read once
+    let candidates = build::shaped_indexes(tbl, false);
+    let shapes = shapes(ext, entry, tbl);
     let owner = ext.owner();
     for (role, name) in roles {
-        let ours = |(oid, _): &&(Oid, String)| ttl_index_role(tbl, *oid).as_deref() == Some(role);
+        let ours = |index: &&build::Shaped| {
+            shapes
+                .iter()
+                .any(|(column, shape)| *column == role && index.is(shape))
+        };
         let by_name = name
             .as_ref()
-            .and_then(|name| candidates.iter().filter(|c| &c.1 == name).find(ours));
+            .and_then(|name| candidates.iter().filter(|c| &c.name == name).find(ours));
         // no index of the recorded name, and none recorded that is still there (a dropped
         // per-row index, or a REINDEX CONCURRENTLY's new index renamed since): any of ours
         let found = by_name.or_else(|| {
@@ -127,7 +126,7 @@ pub fn track_indexes(ext: &Extension, tbl: Oid) {
                 .flatten()
         });
         crate::owner::as_catalog_owner(owner, || match found {
-            Some((index, relname)) => record(ext, tbl, role, *index, relname),
+            Some(index) => record(ext, tbl, role, index.oid, &index.name),
             None => forget_gone(tbl, role),
         })
         .unwrap_or_else(|e| error!("jsonb_ttl: cannot record the TTL index's OID: {e}"));
@@ -282,39 +281,47 @@ pub fn shard_index(ext: &Extension, root: Oid, shard: Oid, role: &str) -> Option
             })
             .unwrap_or_default()
     });
-    candidates
+    let shapes = shapes(ext, &entry, shard);
+    build::shaped_indexes(shard, true)
         .into_iter()
-        .find(|&index| role_on(ext, &entry, shard, index).as_deref() == Some(role))
+        .filter(|index| candidates.contains(&index.oid))
+        .find(|index| {
+            shapes
+                .iter()
+                .any(|(column, shape)| *column == role && index.is(shape))
+        })
+        .map(|index| index.oid)
 }
 
 /// Which index of the TTL index `entry` the index `index` of `tbl` (its table, or a shard of
 /// it) is, going by what it is: see [`ttl_index_role`].
 fn role_on(ext: &Extension, entry: &catalog::TtlIndex, tbl: Oid, index: Oid) -> Option<String> {
-    let (Some(expression), Some(predicate)) = Spi::get_two_with_args::<String, String>(
-        "SELECT coalesce(pg_catalog.pg_get_expr(i.indexprs, i.indrelid), \
-                         pg_catalog.pg_get_indexdef(i.indexrelid, 1, false)), \
-                pg_catalog.pg_get_expr(i.indpred, i.indrelid) \
-         FROM pg_catalog.pg_index i \
-         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid \
-         JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam \
-         JOIN pg_catalog.pg_opclass o ON o.oid OPERATOR(pg_catalog.=) i.indclass[0] \
-         WHERE i.indexrelid OPERATOR(pg_catalog.=) $1 AND i.indrelid OPERATOR(pg_catalog.=) $2 \
-           AND i.indnatts OPERATOR(pg_catalog.=) 1 AND NOT i.indisunique \
-           AND a.amname OPERATOR(pg_catalog.=) 'btree'::pg_catalog.name \
-           AND i.indoption[0] OPERATOR(pg_catalog.=) 0 AND o.opcdefault",
-        &[index.into(), tbl.into()],
-    )
-    .ok()?
-    else {
-        return None;
-    };
+    let shaped = build::shaped_indexes(tbl, false)
+        .into_iter()
+        .find(|shaped| shaped.oid == index)?;
+    role_of(ext, entry, tbl, &shaped)
+}
+
+/// Which index of the TTL index `entry` the index `shaped` of `tbl` is ([`build::Shaped::is`]).
+fn role_of(
+    ext: &Extension,
+    entry: &catalog::TtlIndex,
+    tbl: Oid,
+    shaped: &build::Shaped,
+) -> Option<String> {
+    shapes(ext, entry, tbl)
+        .into_iter()
+        .find(|(_, shape)| shaped.is(shape))
+        .map(|(column, _)| column.to_string())
+}
+
+/// The indexes of the TTL index `entry` on `tbl` (its table, or a shard of it) by catalog
+/// column, as shapes ([`build::shape`]).
+fn shapes(ext: &Extension, entry: &catalog::TtlIndex, tbl: Oid) -> Vec<(&'static str, (String, String))> {
     index_specs(ext, entry)
         .into_iter()
-        .find(|(_, _, ours, our_predicate)| {
-            filter::canonical(tbl, ours, false) == expression
-                && filter::canonical(tbl, our_predicate, true) == predicate
-        })
-        .map(|(column, ..)| column.to_string())
+        .map(|(column, _, ours, our_predicate)| (column, build::shape(tbl, &ours, &our_predicate)))
+        .collect()
 }
 
 /// The field TTLs of `table` (the table they were created on), or of every table, as the

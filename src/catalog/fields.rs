@@ -26,6 +26,7 @@ pub fn load_fields(ext: &Extension, table: Option<Oid>) -> Vec<TtlIndex> {
     if !fields_available() {
         return Vec::new();
     }
+    super::counted();
     let targets = super::targets_sql(ext, Scope::Targets, false);
     let sql = format!(
         "SELECT l.relid, \

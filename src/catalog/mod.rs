@@ -171,6 +171,7 @@ pub fn in_window(index: &TtlIndex) -> Result<bool, pgrx::spi::SpiError> {
 /// the targets of a hash-distributed table are the shards this node holds (see
 /// [`crate::citus`]), which only a session that asks may see in `pg_class`.
 pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> {
+    LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let citus = crate::citus::present();
     let sql = load::sql(ext, scope, citus);
     let settings: &[_] = match citus {
@@ -178,6 +179,20 @@ pub fn load(ext: &Extension, table: Option<Oid>, scope: Scope) -> Vec<TtlIndex> 
         false => &[],
     };
     crate::gucs::with_settings(settings, || load::rows(&sql, table, scope))
+}
+
+/// How many times this backend has read the catalog's rows ([`load`], [`load_fields`]): a
+/// figure the tests pin (one `ttl_index_create`, one pass of the worker).
+static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// See [`LOADS`].
+pub fn loads() -> u64 {
+    LOADS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts a read of the field TTLs' rows ([`load_fields`]).
+fn counted() {
+    LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Whether `pg_restore` is connected to this database (its sessions' `application_name`), as
@@ -198,4 +213,26 @@ pub fn restore_in_progress() -> bool {
         &[],
     )
     .unwrap_or(false)
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::loads;
+    use pgrx::prelude::*;
+
+    /// One `ttl_index_create` reads the catalog's rows five times: is there an entry already,
+    /// the entry as recorded (its index built, recorded, its options installed from that one
+    /// read), the ddl_command_end event trigger after CREATE INDEX (which records any index of
+    /// a TTL index, ours or a restore's), the held first backlog (after the controls and the
+    /// archive are set), and `build_sql` of the result row. A change that adds reads fails here.
+    #[pg_test]
+    fn ttl_index_create_reads_the_catalog_five_times() {
+        Spi::run("CREATE TABLE sessions (id int, doc jsonb)").expect("table made");
+        let before = loads();
+        Spi::run("SELECT ttl_index_create('sessions', 'expires', interval '1 hour')")
+            .expect("created");
+        let read = loads() - before;
+        assert!(read <= 5, "ttl_index_create read the catalog {read} times");
+    }
 }

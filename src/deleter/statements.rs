@@ -4,9 +4,10 @@
 //! that remove rows, as the target names its archive now ([`Named::archived`]).
 
 use super::conditions::{on_conflict, Named};
-use crate::catalog::TtlIndex;
+use crate::catalog::{Part, TtlIndex};
 use crate::extension::Extension;
 use crate::planner::MARKER;
+use pgrx::prelude::*;
 use pgrx::PgBuiltInOids;
 
 /// The probe of a TTL index: is any row expired? (parameter: `$1 interval` expire_after). An
@@ -203,4 +204,35 @@ pub fn archive_trial_sql(
         set_aside = not_set_aside(skip_set_aside, "$3"),
         on_conflict = on_conflict(archive),
     )))
+}
+
+/// The preview's query (`ttl_expire_preview`, and the held first backlog, [`crate::held`];
+/// `$1` at, `$2` expire_after): the count, oldest and newest reference
+/// times of the rows expired at `$1`.
+pub fn preview_sql(ext: &Extension, index: &TtlIndex) -> String {
+    let reference = index.base_reference(ext).unwrap_or_else(|e| error!("{e}"));
+    // each part of a TTL index with a per-row TTL field (see crate::row_ttl), or the whole;
+    // the part with a TTL of its own is keyed on its expiry, with no expire_after
+    let parts = match index.row_ttl {
+        Some(_) => index.clone().parts(),
+        None => vec![index.clone()],
+    };
+    let expired = parts
+        .iter()
+        .map(|part| {
+            let key = part.reference(ext).unwrap_or_else(|e| error!("{e}"));
+            let cutoff = match part.part {
+                Part::OwnTtl => "$1",
+                _ => "($1 OPERATOR(pg_catalog.-) $2)",
+            };
+            format!("({})", part.before(ext, &key, cutoff))
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    // the table itself, partitions included: the TTL index of a partitioned table covers them
+    format!(
+        "{MARKER}SELECT pg_catalog.count(*), pg_catalog.min({reference}), pg_catalog.max({reference}) \
+         FROM {} WHERE {expired}",
+        index.qualified_table
+    )
 }
