@@ -175,3 +175,14 @@ test-citus: deps install
 	@scripts/citus.sh $(PG)
 	@set -e; for t in tests/e2e/citus*.sh; do \
 	  [ "$$t" = tests/e2e/citus_lib.sh ] || { echo "== $$t"; E2E_CITUS=1 $$t; }; done
+
+## make managed: the SQL edition for managed services (issue 48), built from managed/*.sql into
+## build/managed/jsonb_ttl.sql (psql -f) and build/managed/jsonb_ttl_pgtle.sql (pg_tle).
+## make test-managed: its tests (tests/managed), on clusters that preload pg_cron (and pg_tle),
+## every call by a role that is not a superuser; installs what it needs first.
+.PHONY: managed test-managed
+managed:
+	@scripts/managed.sh build
+
+test-managed:
+	@scripts/managed.sh test

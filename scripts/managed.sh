@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# The SQL edition of jsonb_ttl, for managed services (issue 48): built from managed/*.sql, tested
+# on real clusters that preload only pg_cron (and pg_tle for the pg_tle form), every call made by
+# roles that are not superusers.
+#   scripts/managed.sh build    build/managed/jsonb_ttl.sql (psql -f) and
+#                               build/managed/jsonb_ttl_pgtle.sql (pg_tle), both carrying the version
+#   scripts/managed.sh test     build, then every test of tests/managed (installs what is missing)
+#   scripts/managed.sh test-conformance | test-cluster | test-pgtle   one of them
+# Clusters: PostgreSQL 15 (Debian's /usr/lib/postgresql/15), run as the postgres user on a Unix
+# socket in a temporary folder and a free loopback port, stopped at the end. The pg_tle form is
+# tested on a copy of that installation under its own prefix (MANAGED_PG_PREFIX, default
+# /var/cache/jsonb_ttl/managed/pg15), where jsonb_ttl's own control file is never installed
+# (pg_tle refuses an extension whose control file is on disk).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$ROOT/build/managed
+PGBIN=/usr/lib/postgresql/15/bin
+PREFIX=${MANAGED_PG_PREFIX:-/var/cache/jsonb_ttl/managed/pg15}
+PGTLE_TARBALL=$ROOT/../shared/vendor/pg_tle-1.5.3.tar.gz
+[ -f "$PGTLE_TARBALL" ] || PGTLE_TARBALL=/work/shared/vendor/pg_tle-1.5.3.tar.gz
+log() { echo "managed: $*" >&2; }
+
+# ---------------------------------------------------------------------------------------------
+# build
+# ---------------------------------------------------------------------------------------------
+version() { tr -d ' \n' <"$ROOT/managed/VERSION"; }
+
+# The edition's statements: managed/NN_*.sql in the order of their numbers, the version filled in.
+sources() {
+  local f
+  for f in "$ROOT"/managed/[0-9][0-9]_*.sql; do
+    printf -- '-- ---- %s\n' "managed/$(basename "$f")"
+    sed "s/@VERSION@/$(version)/g" "$f"
+    echo
+  done
+}
+
+build() {
+  local v tag=_jsonb_ttl_managed_
+  v=$(version)
+  mkdir -p "$OUT"
+  if sources | grep -q "\$$tag\\$"; then
+    log "the sources hold the dollar quote \$$tag\$"; exit 1
+  fi
+  {
+    echo "-- jsonb_ttl $v, the SQL edition for managed services (SQL and PL/pgSQL only)."
+    echo "-- Built by scripts/managed.sh from managed/*.sql; do not edit. Install it, as a role with"
+    echo "-- CREATE on the database (no superuser needed), in the database that has the tables:"
+    echo "--   psql -v ON_ERROR_STOP=1 -d mydb -f jsonb_ttl.sql"
+    echo "-- It makes the schemas jsonb_ttl (the functions and views) and jsonb_ttl_internal."
+    echo "\\set ON_ERROR_STOP 1"
+    echo "BEGIN;"
+    echo "DO \$guard\$"
+    echo "BEGIN"
+    echo "    IF EXISTS (SELECT FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) 'jsonb_ttl_internal') THEN"
+    echo "        RAISE EXCEPTION 'jsonb_ttl is installed in this database already (the schema jsonb_ttl_internal exists)'"
+    echo "            USING ERRCODE = '42P06', HINT = 'SELECT jsonb_ttl.ttl_edition() says which; this script installs it once.';"
+    echo "    END IF;"
+    echo "END"
+    echo "\$guard\$;"
+    sources
+    echo "COMMIT;"
+  } >"$OUT/jsonb_ttl.sql"
+  {
+    echo "-- jsonb_ttl $v, the SQL edition for managed services, as a pg_tle extension (Amazon RDS and"
+    echo "-- Aurora, Supabase): run by a member of pgtle_admin, in the database that has the tables."
+    echo "-- Built by scripts/managed.sh from managed/*.sql; do not edit."
+    echo "--   psql -v ON_ERROR_STOP=1 -d mydb -f jsonb_ttl_pgtle.sql"
+    echo "-- Its objects go into the schema jsonb_ttl (CREATE EXTENSION makes it) and jsonb_ttl_internal."
+    echo "-- This is the first version of the edition: there is no update path yet; the next one adds"
+    echo "-- pgtle.install_update_path('jsonb_ttl', '$v', '<next>', …) here."
+    echo "\\set ON_ERROR_STOP 1"
+    echo "SELECT pgtle.install_extension("
+    echo "  'jsonb_ttl',"
+    echo "  '$v',"
+    echo "  'TTL indexes for JSONB documents: expired rows removed by ttl_purge(), which pg_cron calls (SQL edition)',"
+    echo "\$$tag\$"
+    sources
+    echo "\$$tag\$,"
+    echo "  ARRAY['plpgsql'],"
+    echo "  'jsonb_ttl'"
+    echo ");"
+    echo "CREATE EXTENSION jsonb_ttl VERSION '$v';"
+  } >"$OUT/jsonb_ttl_pgtle.sql"
+  log "wrote $OUT/jsonb_ttl.sql and $OUT/jsonb_ttl_pgtle.sql (version $v)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# what the tests need
+# ---------------------------------------------------------------------------------------------
+need() {  # need PACKAGE…: installs those not installed yet
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  log "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+deps() {
+  need postgresql-15 postgresql-15-cron python3 make gcc flex postgresql-server-dev-15
+  command -v cargo >/dev/null || { log "cargo is needed (the Rust edition's parser computes the expected answers)"; exit 1; }
+}
+
+# ---------------------------------------------------------------------------------------------
+# clusters
+# ---------------------------------------------------------------------------------------------
+as_pg() { runuser -u postgres -- "$@"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_cluster BINDIR PRELOAD: a fresh cluster in a temporary folder; sets CLUSTER_DIR, PGHOST, PGPORT
+start_cluster() {
+  local bindir=$1 preload=$2
+  CLUSTER_DIR=$(mktemp -d /tmp/jsonb_ttl-managed.XXXXXX)
+  chmod 755 "$CLUSTER_DIR"
+  chown postgres: "$CLUSTER_DIR"
+  PGPORT=$(free_port)
+  PGHOST=$CLUSTER_DIR
+  export PGHOST PGPORT
+  as_pg "$bindir/initdb" -D "$CLUSTER_DIR/data" -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$CLUSTER_DIR/initdb.log"
+  cat >>"$CLUSTER_DIR/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $PGPORT
+unix_socket_directories = '$CLUSTER_DIR'
+shared_preload_libraries = '$preload'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 20
+fsync = off
+EOF
+  as_pg "$bindir/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w start >/dev/null
+  STARTED_BINDIR=$bindir
+  trap stop_cluster EXIT
+  log "cluster $("$bindir/postgres" --version) at $CLUSTER_DIR port $PGPORT, shared_preload_libraries = '$preload'"
+}
+
+stop_cluster() {
+  [ -n "${CLUSTER_DIR:-}" ] || return 0
+  as_pg "$STARTED_BINDIR/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -rf "$CLUSTER_DIR"
+  CLUSTER_DIR=
+}
+
+# psql as a role; -X: no psqlrc
+PSQL=$PGBIN/psql
+psql_as() { local role=$1; shift; "$PSQL" -X -q -v ON_ERROR_STOP=1 -U "$role" "$@"; }
+
+# ---------------------------------------------------------------------------------------------
+# tests
+# ---------------------------------------------------------------------------------------------
+# The roles a managed service gives: no superuser. ttl_admin installs the edition (CREATE on the
+# database), app_a and app_b are two tenants owning their tables, each using pg_cron.
+make_roles() {
+  local db=$1
+  psql_as postgres -d postgres <<EOF
+CREATE ROLE ttl_admin LOGIN;
+CREATE ROLE app_a LOGIN;
+CREATE ROLE app_b LOGIN;
+CREATE DATABASE $db OWNER postgres;
+GRANT CREATE, CONNECT ON DATABASE $db TO ttl_admin, app_a, app_b;
+EOF
+  psql_as postgres -d "$db" <<EOF
+CREATE SCHEMA a AUTHORIZATION app_a;
+CREATE SCHEMA b AUTHORIZATION app_b;
+EOF
+}
+
+golden() {  # golden NAME ROLE DB: runs tests/managed/sql/NAME.sql as ROLE, compares its output
+  local name=$1 role=$2 db=$3 out
+  out=$(mktemp)
+  "$PSQL" -X -a -q -U "$role" -d "$db" -v SHOW_CONTEXT=never <"$ROOT/tests/managed/sql/$name.sql" >"$out" 2>&1 || true
+  if diff -u "$ROOT/tests/managed/expected/$name.out" "$out" >"$out.diff"; then
+    log "ok   $name"
+  else
+    log "FAIL $name:"; cat "$out.diff" >&2
+    cp "$out" "$ROOT/build/managed/$name.out"
+    FAILED=$((FAILED + 1))
+  fi
+  rm -f "$out" "$out.diff"
+}
+
+test_conformance() {
+  local cases
+  cases=$OUT/conformance.tsv
+  (cd "$ROOT/tests/managed/cases" && CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/build/managed/target} nice -n 19 cargo build -q --release --locked)
+  python3 "$ROOT/tests/managed/cases.py" "$ROOT" 20000 \
+    | "${CARGO_TARGET_DIR:-$ROOT/build/managed/target}/release/managed_cases" >"$cases"
+  start_cluster "$PGBIN" pg_cron
+  make_roles conformance
+  psql_as ttl_admin -d conformance -f "$OUT/jsonb_ttl.sql" >/dev/null
+  # every case of the parser's tests, through the SQL edition, against the Rust parser's answers
+  psql_as ttl_admin -d conformance -f "$ROOT/tests/managed/conformance.sql" <"$cases" | tee "$OUT/conformance.txt" | grep '^conformance'
+  # the golden files of the shared functions: the Rust edition's expected output, as it is
+  local f out
+  for f in timestamp formats; do
+    out=$(mktemp)
+    PGOPTIONS="-c search_path=jsonb_ttl,public" "$PSQL" -X -a -q -U ttl_admin -d conformance -v SHOW_CONTEXT=never \
+      <"$ROOT/tests/pg_regress/sql/$f.sql" >"$out" 2>&1 || true
+    if diff -u "$ROOT/tests/pg_regress/expected/$f.out" "$out"; then
+      log "ok   tests/pg_regress/sql/$f.sql gives the Rust edition's expected output"
+    else
+      log "FAIL tests/pg_regress/sql/$f.sql"; FAILED=$((FAILED + 1))
+    fi
+    rm -f "$out"
+  done
+  stop_cluster
+}
+
+FAILED=0
+cmd=${1:-test}
+case "$cmd" in
+build) build ;;
+test-conformance) deps; build; test_conformance ;;
+test)
+  deps; build
+  test_conformance
+  [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
+  log "all passed"
+  ;;
+*) echo "usage: $0 build|test|test-conformance" >&2; exit 2 ;;
+esac
+[ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
