@@ -9,18 +9,23 @@ RUN_PORT  ?= 28815
 PSQL       = $(shell $(PG_CONFIG) --bindir)/psql
 RUN_SOCK   = $$(scripts/cluster.sh dir run)/sock
 
-.PHONY: deps test test-majors test-deb test-long unit package deb regress isolation e2e install install-release run psql stop bench fmt lint mutants clean-clusters
+.PHONY: deps structure test test-majors test-deb test-long unit package deb regress isolation e2e install install-release run psql stop bench fmt lint mutants clean-clusters
 
 deps:
 	@scripts/install-deps.sh
 
 ## make test [PG=15|16|17|18]: every test layer, each against a real PostgreSQL (15 by default):
+##   structure  the shape of src/ (scripts/structure.py: the layers of src/lib.rs, no circle of
+##              imports, files <= 450 lines, functions <= 80, the internals PUBLIC may run)
 ##   unit       the pure crate's tests (core/, cargo test), then #[pg_test] in-backend tests and
 ##              the extension's Rust unit tests (cargo pgrx test)
 ##   regress    pg_regress golden files, tests/pg_regress
 ##   isolation  isolationtester specs, tests/isolation
 ##   e2e        end-to-end scripts against a cluster with the library preloaded, tests/e2e
-test: deps unit regress isolation e2e
+test: deps structure unit regress isolation e2e
+
+structure:
+	python3 scripts/structure.py
 
 ## make test-majors: on PostgreSQL 16, 17 and 18 (each fetched or built once, see PG above),
 ## the pg_regress and isolation golden files and the worker's end-to-end tests (worker, kept_targets,

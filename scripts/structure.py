@@ -7,6 +7,8 @@
   "pg_test"))]` module of tests), and no two modules import each other, directly or round a
   circle. A folder (src/catalog/) is one module.
 - Every file of src/ has at most 450 lines, every function at most 80.
+- Every internal function executable by PUBLIC (as tests/pg_regress/expected/acl.out shows
+  them) is in docs/security.md's table of them, with why and its own check.
 
 `--report` prints the figures instead of failing on them (for a closing note): modules, imports,
 circles, imports that run up, the largest files and functions, lines per folder.
@@ -116,6 +118,17 @@ def functions(path):
                 break
 
 
+def public_internals():
+    """The internal functions acl.out shows executable by PUBLIC, by name."""
+    acl = open(os.path.join(ROOT, "..", "tests", "pg_regress", "expected", "acl.out")).read()
+    names = set()
+    for line in acl.split("\n"):
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 2 and cells[0].startswith("jsonb_ttl_internal.") and cells[1] == "t":
+            names.add(cells[0][len("jsonb_ttl_internal."):].split("(")[0])
+    return names
+
+
 def main():
     report = "--report" in sys.argv
     modules = {module_of(p) for p in rust_files()}
@@ -130,6 +143,12 @@ def main():
         problems.append(f"{a} imports {b}, a row above it")
     for c in circles(modules, edges):
         problems.append("a circle of imports: " + " ".join(c))
+    security = open(os.path.join(ROOT, "..", "docs", "security.md")).read()
+    table = security[security.find("### The internals executable by PUBLIC"):]
+    for name in sorted(public_internals()):
+        if f"`{name}`" not in table.split("\n## ")[0]:
+            problems.append(f"jsonb_ttl_internal.{name} is executable by PUBLIC (acl.out) and "
+                            "not in docs/security.md's table of such functions")
     sizes, fns, folders = [], [], collections.Counter()
     for path in rust_files():
         rel = os.path.relpath(path, ROOT)

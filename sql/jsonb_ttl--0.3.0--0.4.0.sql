@@ -857,3 +857,63 @@ AS $$ SELECT jsonb_ttl_internal._ttl_field_expire_now(tbl, path, max_rows) $$;
 COMMENT ON FUNCTION @extschema@.ttl_field_expire_now(pg_catalog.regclass, pg_catalog.text, pg_catalog.int8) IS
   'Removes the expired field of the field TTL on path from the documents now, in this transaction, as the table''s owner; returns the documents changed.';
 COMMENT ON COLUMN @extschema@.ttl_indexes.removes IS 'A field TTL: what its expiry removes from each document (NULL: a TTL index, whose rows go).';
+
+-- 0.3.0's ttl_stats view read these two; 0.4.0's reads _ttl_stats_view()
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_stats() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jsonb_ttl_internal._ttl_undeletable() FROM PUBLIC;
+
+-- What each internal object is (\df+ jsonb_ttl_internal.*): every object of the extension says
+-- what it is for; docs/security.md lists the internals executable by PUBLIC, and why.
+COMMENT ON TYPE ttl_index_info IS 'jsonb_ttl: the row ttl_index_create and ttl_index_alter return: the TTL index as it is now.';
+COMMENT ON EVENT TRIGGER jsonb_ttl_sql_drop IS 'jsonb_ttl: a dropped TTL table, index, column or archive leaves the catalog (_ttl_on_sql_drop).';
+COMMENT ON EVENT TRIGGER jsonb_ttl_ddl_command_end IS 'jsonb_ttl: records the OID of an index of a TTL index, follows renames (_ttl_on_ddl_command_end).';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_on_sql_drop() IS 'jsonb_ttl: the sql_drop event trigger''s function. Not for calling.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end() IS 'jsonb_ttl: the ddl_command_end event trigger''s function. Not for calling.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_citus_receive(jsonb) IS 'jsonb_ttl: a Citus worker node takes the TTL indexes of distributed tables handed on by the coordinator''s worker. Superuser only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_local(oid, bigint) IS 'jsonb_ttl: ttl_expire_now on this node only (a Citus coordinator calls it on each worker node as the caller). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_now(oid, bigint) IS 'jsonb_ttl: behind ttl_expire_now(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_preview(oid, timestamptz) IS 'jsonb_ttl: behind ttl_expire_preview(); reads the table as the caller.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_create(oid, text, interval, text, text) IS 'jsonb_ttl: behind ttl_field_create(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_alter(oid, text, interval) IS 'jsonb_ttl: behind ttl_field_alter(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_drop(oid, text) IS 'jsonb_ttl: behind ttl_field_drop(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_expire_now(oid, text, bigint) IS 'jsonb_ttl: behind ttl_field_expire_now(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_filter_refresh(oid) IS 'jsonb_ttl: a TTL index''s filter written again after a rename it reads. Called by the event trigger only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_first_backlog(oid) IS 'jsonb_ttl: behind ttl_index_create(): the first backlog, held past max_table_fraction. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_in_window(time, time, text) IS 'jsonb_ttl: whether now, in a zone, is inside a delete window.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_create(oid, text, interval, text) IS 'jsonb_ttl: behind ttl_index_create() (0.1.0''s arguments). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_create(oid, text, interval, text, text) IS 'jsonb_ttl: behind ttl_index_create() (0.2.0''s arguments). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_create(oid, text, interval, text, text, text, boolean, boolean, boolean, text, text) IS 'jsonb_ttl: behind ttl_index_create(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_controls(oid, boolean, boolean, text, integer, integer, boolean, boolean) IS 'jsonb_ttl: behind ttl_index_create(): its controls (paused, delete_window, limits, change streams). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_archive(oid, oid, boolean) IS 'jsonb_ttl: behind ttl_index_create() and ttl_index_alter(): archive_to. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_alter(oid, interval) IS 'jsonb_ttl: behind ttl_index_alter(): expire_after. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_definition(oid, text, text) IS 'jsonb_ttl: behind ttl_index_alter(): path and numeric_unit. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_time_zone(oid, text) IS 'jsonb_ttl: behind ttl_index_alter(): time_zone. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_filter(oid, text) IS 'jsonb_ttl: behind ttl_index_alter(): filter. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_touch(oid, boolean) IS 'jsonb_ttl: behind ttl_index_alter(): touch. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_hide_expired(oid, boolean) IS 'jsonb_ttl: behind ttl_index_alter(): hide_expired. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_row_ttl(oid, text) IS 'jsonb_ttl: behind ttl_index_alter(): row_ttl_path. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_drop_partitions(oid, text) IS 'jsonb_ttl: behind ttl_index_alter(): drop_partitions. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_set_controls(oid, text, integer, integer, boolean, boolean) IS 'jsonb_ttl: behind ttl_index_alter(): its controls. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_widened(oid) IS 'jsonb_ttl: behind ttl_index_alter(): a widened definition''s backlog, held past max_table_fraction. For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_drop(oid) IS 'jsonb_ttl: behind ttl_index_drop(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_pause(oid, text) IS 'jsonb_ttl: behind ttl_index_pause(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_resume(oid) IS 'jsonb_ttl: behind ttl_index_resume(). For the table''s owner.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_info(regclass, boolean, bigint) IS 'jsonb_ttl: the ttl_index_info row of a TTL index, as ttl_index_create and ttl_index_alter return it.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_build_sql(oid) IS 'jsonb_ttl: ttl_index_info.build_sql: the statements still to run to build a TTL index created with build => false.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_role(oid, oid) IS 'jsonb_ttl: which index of a TTL index an index is, by its expression, predicate and access method. Called by the event trigger only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_interval(text) IS 'jsonb_ttl: expire_after given as text, read as an interval, with a HINT for a typo.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_seconds(numeric) IS 'jsonb_ttl: expire_after given as a number of seconds, as an interval.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_invalid_argument(text, text) IS 'jsonb_ttl: raises 22023 with a HINT (for the SQL wrappers).';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_options_dropped(oid, boolean, boolean, boolean, oid) IS 'jsonb_ttl: a TTL index''s options dropped by hand (trigger, policy, archive). Called by the event trigger only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_stats() IS 'jsonb_ttl: the statistics rows as 0.3.0''s ttl_stats view read them. Superuser only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_stats_view() IS 'jsonb_ttl: the rows of the ttl_stats view; last_error only for who may read the table''s statistics.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_undeletable() IS 'jsonb_ttl: the rows set aside per table, as 0.3.0''s ttl_stats view read them. Superuser only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_targets(regclass) IS 'jsonb_ttl: the tables rows are deleted from: a table, or its leaf partitions.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_touch() IS 'jsonb_ttl: the touch trigger''s function (ttl_index_create(..., touch => true)). Runs only as that trigger.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_touch_refresh(oid) IS 'jsonb_ttl: the touch trigger written again after a rename it reads. Called by the event trigger only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_track_indexes(oid) IS 'jsonb_ttl: records the OIDs of a TTL index''s indexes. Called by the event trigger only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_wake_launcher() IS 'jsonb_ttl: wakes the launcher after CREATE EXTENSION. Superuser only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_window_text(time, time) IS 'jsonb_ttl: a delete window as ttl_indexes shows it (''HH:MM-HH:MM'').';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_worker_batch(oid, bigint) IS 'jsonb_ttl: one batch of the worker, run by hand (the isolation tests). Superuser only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_worker_range_batch(oid, bigint, timestamptz) IS 'jsonb_ttl: one batch of the worker by key range, run by hand (the isolation tests). Superuser only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_worker_field_batch(oid, text, bigint) IS 'jsonb_ttl: one batch of a field TTL, run by hand (the isolation tests). Superuser only.';

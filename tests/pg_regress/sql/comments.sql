@@ -36,6 +36,22 @@ WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relnamespace = 
   AND c.relkind = 'v' AND col_description(c.oid, a.attnum) IS NULL
 ORDER BY 1;
 
+-- Every member of the extension, in its own schema or among the internals (functions, tables,
+-- views, types, event triggers, the schema itself), says what it is for: none without a
+-- comment. (docs/security.md lists the internals executable by PUBLIC; acl.out shows them.)
+SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS member_without_comment
+FROM pg_depend d JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.deptype = 'e'
+  AND obj_description(d.objid, (SELECT c.relname FROM pg_class c WHERE c.oid = d.classid)) IS NULL
+ORDER BY 1;
+
+-- The internals' comments, as a reference
+SELECT p.oid::regprocedure AS internal_function, obj_description(p.oid, 'pg_proc') AS comment
+FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
+WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e' AND p.pronamespace <> x.extnamespace
+ORDER BY p.oid::regprocedure::text;
+
 -- The comments, as a reference
 SELECT p.oid::regprocedure AS function, obj_description(p.oid, 'pg_proc') AS comment
 FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid

@@ -1,0 +1,97 @@
+-- ttl_purge(), the procedure pg_cron calls, as app_a: batches each committed, within the limits
+-- per table and per run, the safety brake (at creation and during a run), its release, and
+-- the statistics it keeps.
+SET search_path = a, jsonb_ttl;
+SET TimeZone = 'UTC';
+
+-- each batch its own transaction: a statement trigger logs the transaction of each DELETE
+CREATE TABLE logs (id bigserial PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE delete_log (xid xid8, rows bigint);
+CREATE FUNCTION a.log_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO a.delete_log SELECT pg_current_xact_id(), count(*) FROM gone;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER log_delete AFTER DELETE ON logs REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION a.log_delete();
+INSERT INTO logs (doc) SELECT jsonb_build_object('at', extract(epoch FROM now() - interval '2 hours')::bigint)
+FROM generate_series(1, 3000);
+INSERT INTO logs (doc) SELECT jsonb_build_object('at', extract(epoch FROM now())::bigint)
+FROM generate_series(1, 3000);
+-- 3,000 of 6,000 rows expired: under brake_min_rows (10,000), so no brake
+SELECT rows_expired, paused FROM ttl_index_create('logs', 'at', '1 hour');
+CALL ttl_purge(batch_size => 500);
+SELECT count(*) AS left_in_logs FROM logs;
+SELECT count(DISTINCT xid) >= 6 AS several_transactions, sum(rows) AS deleted, max(rows) <= 500 AS batches_within_batch_size
+FROM delete_log;
+SELECT table_name, runs, rows_deleted, last_rows_deleted, limit_reached, errors, backlog, oldest_expired, paused, skipped
+FROM ttl_stats WHERE table_name = 'logs'::regclass;
+SELECT runs, rows_deleted >= 3000 AS counted FROM ttl_statistics();
+
+-- limits: per table, per run
+INSERT INTO logs (doc) SELECT jsonb_build_object('at', 1000) FROM generate_series(1, 1000);
+CREATE TABLE other (id int, doc jsonb);
+SELECT rows_expired FROM ttl_index_create('other', 'at', 0);
+INSERT INTO other SELECT i, jsonb_build_object('at', 1000) FROM generate_series(1, 1000) i;
+CALL ttl_purge(max_table_removes => 300, batch_size => 100);
+SELECT (SELECT count(*) FROM logs WHERE (doc->>'at')::bigint = 1000) AS logs_left,
+       (SELECT count(*) FROM other) AS other_left;
+SELECT table_name, last_rows_deleted, limit_reached, backlog FROM ttl_stats ORDER BY table_name::text;
+CALL ttl_purge(max_total_removes => 500, batch_size => 100);
+SELECT (SELECT count(*) FROM logs WHERE (doc->>'at')::bigint = 1000) + (SELECT count(*) FROM other) AS left_after_a_run_of_500;
+CALL ttl_purge();
+SELECT (SELECT count(*) FROM logs WHERE (doc->>'at')::bigint = 1000) + (SELECT count(*) FROM other) AS left_after_another_run;
+
+-- the held first backlog: 15,000 of 20,000 rows expired at creation
+CREATE TABLE big (id int, doc jsonb);
+INSERT INTO big SELECT i, jsonb_build_object('at', CASE WHEN i <= 15000 THEN '2001-01-01' ELSE '2999-01-01' END)
+FROM generate_series(1, 20000) i;
+ANALYZE big;
+\set VERBOSITY terse
+-- (the NOTICE's DETAIL and HINT give the dates as read, now, and what to check)
+SELECT rows_expired, paused FROM ttl_index_create('big', 'at', '1 day');
+\set VERBOSITY verbose
+SELECT paused_by FROM ttl_indexes WHERE table_name = 'big'::regclass;
+CALL ttl_purge();
+SELECT count(*) AS big_kept_while_held FROM big;
+SELECT skipped, paused FROM ttl_stats WHERE table_name = 'big'::regclass;
+SELECT ttl_index_resume('big');
+CALL ttl_purge();
+SELECT count(*) AS big_after_resume FROM big;
+-- drained: the brake holds again for the next backlog (20,000 rows that expire within 2 seconds)
+SELECT brake_released FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'big'::regclass;
+SELECT expire_after FROM ttl_index_alter('big', expire_after => '1 second');
+INSERT INTO big SELECT i, jsonb_build_object('at', now()) FROM generate_series(1, 20000) i;
+ANALYZE big;
+SELECT pg_sleep(2);
+CALL ttl_purge();
+SELECT count(*) AS big_kept_by_the_brake FROM big;
+SELECT paused_by, paused_reason LIKE 'more than % row(s) would expire at once%' AS reason FROM ttl_indexes WHERE table_name = 'big'::regclass;
+-- the brake's settings, as the Rust edition's: max_table_fraction 1 turns it off
+SELECT ttl_index_resume('big');
+SET jsonb_ttl.max_table_fraction = 1;
+CALL ttl_purge();
+SELECT count(*) AS big_after_the_brake_is_off FROM big;
+RESET jsonb_ttl.max_table_fraction;
+
+-- a paused TTL index is left alone; a dropped table's definition is cleaned up
+SELECT ttl_index_pause('other');
+INSERT INTO other VALUES (1, '{"at": 1000}');
+CALL ttl_purge();
+SELECT count(*) AS other_kept_while_paused FROM other;
+DROP TABLE other;
+CALL ttl_purge();
+SELECT count(*) AS definitions_left FROM jsonb_ttl_internal.ttl_index;
+
+-- an expired row for the next tests (tests/managed/sql/security.sql): app_b may read and delete
+-- the table's rows, but does not own it
+INSERT INTO logs (doc) VALUES ('{"at": 1000}');
+GRANT USAGE ON SCHEMA a TO app_b;
+GRANT SELECT, DELETE ON logs TO app_b;
+
+-- bad arguments
+CALL ttl_purge(batch_size => 0);
+-- inside a transaction block, COMMIT is refused (pg_cron and psql's autocommit call it outside one)
+BEGIN;
+CALL ttl_purge();
+ROLLBACK;
