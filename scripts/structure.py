@@ -6,7 +6,8 @@
   `crate::<module>` path outside comments and outside the `#[cfg(any(test, feature =
   "pg_test"))]` module of tests), and no two modules import each other, directly or round a
   circle. A folder (src/catalog/) is one module.
-- Every file of src/ has at most 450 lines, every function at most 80.
+- Every file of src/ opens with a comment (`//!`) saying what it owns, and has at most 450
+  lines, every function at most 80.
 - Every internal function executable by PUBLIC (as tests/pg_regress/expected/acl.out shows
   them) is in docs/security.md's table of them, with why and its own check.
 
@@ -155,6 +156,8 @@ def main():
         n = open(path).read().count("\n")
         sizes.append((n, rel))
         folders[os.path.dirname(rel) or "."] += n
+        if not open(path).read().startswith("//!"):
+            problems.append(f"src/{rel}: no opening comment (//!) saying what it owns")
         if n > MAX_FILE:
             problems.append(f"src/{rel}: {n} lines (at most {MAX_FILE})")
         for name, length, at in functions(path):
