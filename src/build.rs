@@ -113,7 +113,10 @@ pub fn matching_index(
         let preferred = |index: &Shaped| Some(index.name.as_str()) != prefer;
         (preferred(a), &a.name).cmp(&(preferred(b), &b.name))
     });
-    found.into_iter().next().map(|index| (index.oid, index.name))
+    found
+        .into_iter()
+        .next()
+        .map(|index| (index.oid, index.name))
 }
 
 /// One relation of the table's partition tree (the table itself first).

@@ -317,7 +317,11 @@ fn role_of(
 
 /// The indexes of the TTL index `entry` on `tbl` (its table, or a shard of it) by catalog
 /// column, as shapes ([`build::shape`]).
-fn shapes(ext: &Extension, entry: &catalog::TtlIndex, tbl: Oid) -> Vec<(&'static str, (String, String))> {
+fn shapes(
+    ext: &Extension,
+    entry: &catalog::TtlIndex,
+    tbl: Oid,
+) -> Vec<(&'static str, (String, String))> {
     index_specs(ext, entry)
         .into_iter()
         .map(|(column, _, ours, our_predicate)| (column, build::shape(tbl, &ours, &our_predicate)))
