@@ -47,6 +47,15 @@ SELECT ttl_index_drop('sessions');
 CREATE INDEX sessions_plain ON sessions (ttl_timestamp(doc -> 'seen'))
   WHERE ttl_timestamp(doc -> 'seen') IS NOT NULL;
 SELECT index_name FROM ttl_index_create('sessions', 'seen', interval '1 hour');
+-- a plain timestamptz column: its index is the column itself, and is known by that shape too
+-- (one identity for an index, whether its key is an expression or a column); a unique one is
+-- not it
+CREATE TABLE visits (id int, seen_at timestamptz);
+CREATE UNIQUE INDEX visits_unique ON visits (seen_at) WHERE seen_at IS NOT NULL;
+CREATE INDEX visits_seen ON visits (seen_at) WHERE seen_at IS NOT NULL;
+SELECT index_name FROM ttl_index_create('visits', 'seen_at', interval '1 day');
+SELECT count(*) AS indexes_on_seen_at FROM pg_index WHERE indrelid = 'visits'::regclass;
+DROP TABLE visits;
 
 -- a partitioned table: CONCURRENTLY does not work on the parent, so the parent's index is
 -- made ON ONLY it (invalid), each leaf's concurrently, then attached; the parent's index is
