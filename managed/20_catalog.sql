@@ -140,7 +140,8 @@ AS $$
 $$;
 
 -- Every TTL index of the database, as the Rust edition's view shows it.
-CREATE VIEW jsonb_ttl.ttl_indexes AS
+-- security_invoker: row security of the catalog applies to the reader, not to the view's owner
+CREATE VIEW jsonb_ttl.ttl_indexes WITH (security_invoker = true) AS
 SELECT t.table_oid                          AS table_name,
        jsonb_ttl_internal._ttl_column(c.oid, t.column_attnum) AS column_name,
        t.path,
@@ -173,7 +174,7 @@ LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) t.index_oid;
 GRANT SELECT ON jsonb_ttl.ttl_indexes TO PUBLIC;
 
 -- What ttl_purge() did, one row per part of each TTL index, as the Rust edition's view.
-CREATE VIEW jsonb_ttl.ttl_stats AS
+CREATE VIEW jsonb_ttl.ttl_stats WITH (security_invoker = true) AS
 SELECT s.table_oid                          AS table_name,
        s.runs,
        s.rows_deleted,

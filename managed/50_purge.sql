@@ -66,7 +66,7 @@ $$;
 -- planner's estimate) is expired at once, the TTL index is paused (paused_by 'brake') and
 -- nothing goes until ttl_index_resume(). Returns whether it held.
 CREATE FUNCTION jsonb_ttl_internal._ttl_brake(tbl regclass, part text, max_table_fraction double precision,
-                                              brake_min_rows double precision)
+                                              brake_min_rows double precision, lock_timeout text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -78,6 +78,7 @@ DECLARE
     lim bigint;
     expired record;
 BEGIN
+    PERFORM pg_catalog.set_config('lock_timeout', lock_timeout, true);  -- until this function returns
     SELECT * INTO t FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl FOR UPDATE;
     SELECT s.backlog_counted INTO counted FROM jsonb_ttl_internal.ttl_state s
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_brake.part;
@@ -110,21 +111,26 @@ $$;
 
 -- The end of a visit of a part: its statistics, and what is left expired (the lag).
 CREATE FUNCTION jsonb_ttl_internal._ttl_visit_end(tbl regclass, part text, deleted bigint, limit_hit boolean,
-                                                  error text, started timestamptz, skipped text)
+                                                  error text, started timestamptz, skipped text, lock_timeout text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     left_over record;
+    left_rows bigint;
+    left_oldest timestamptz;
 BEGIN
+    PERFORM pg_catalog.set_config('lock_timeout', lock_timeout, true);  -- until this function returns
     IF NOT EXISTS (SELECT FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl) THEN
         RETURN;
     END IF;
     BEGIN
         left_over := jsonb_ttl_internal._ttl_count_expired(tbl, part, pg_catalog.now(), 1000000);
+        left_rows := left_over.rows;
+        left_oldest := left_over.oldest;
     EXCEPTION WHEN OTHERS THEN
-        left_over := NULL;
+        NULL;   -- (a lock not had: not known)
     END;
     UPDATE jsonb_ttl_internal.ttl_state s
     SET runs = s.runs OPERATOR(pg_catalog.+) 1,
@@ -137,11 +143,11 @@ BEGIN
         last_error_at = CASE WHEN error IS NOT NULL THEN pg_catalog.clock_timestamp() ELSE s.last_error_at END,
         last_success_at = CASE WHEN error IS NULL THEN pg_catalog.clock_timestamp() ELSE s.last_success_at END,
         last_run_ms = pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started) OPERATOR(pg_catalog.*) 1000,
-        backlog = left_over.rows,
-        oldest_expired = left_over.oldest,
+        backlog = left_rows,
+        oldest_expired = left_oldest,
         skipped = _ttl_visit_end.skipped,
         -- drained: the next backlog is counted again by the brake
-        backlog_counted = s.backlog_counted AND coalesce(left_over.rows, 1) OPERATOR(pg_catalog.>) 0
+        backlog_counted = s.backlog_counted AND coalesce(left_rows, 1) OPERATOR(pg_catalog.>) 0
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_visit_end.part;
     -- a table drained of every part: a resumed brake holds again
     UPDATE jsonb_ttl_internal.ttl_index x SET brake_released = false
@@ -268,11 +274,14 @@ BEGIN
             BEGIN
                 IF jsonb_ttl_internal._ttl_paused(tbl) THEN
                     skipped := 'paused';
-                ELSIF jsonb_ttl_internal._ttl_brake(tbl, part, fraction, min_rows) THEN
+                ELSIF jsonb_ttl_internal._ttl_brake(tbl, part, fraction, min_rows, lock_wait) THEN
                     skipped := 'paused by brake';
                 END IF;
-            EXCEPTION WHEN OTHERS THEN
-                error := SQLERRM;
+            EXCEPTION
+                WHEN lock_not_available THEN
+                    error := 'a lock was not had within lock_timeout (' OPERATOR(pg_catalog.||) lock_wait OPERATOR(pg_catalog.||) '): ' OPERATOR(pg_catalog.||) SQLERRM;
+                WHEN OTHERS THEN
+                    error := SQLERRM;
             END;
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -308,14 +317,14 @@ BEGIN
                 EXIT WHEN got OPERATOR(pg_catalog.<) want;   -- drained (or the rest is held by others)
                 -- a batch of about batch_time
                 ms := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) batch_started) OPERATOR(pg_catalog.*) 1000;
-                IF ms OPERATOR(pg_catalog.<) target_ms OPERATOR(pg_catalog./) 2 THEN
+                IF ms OPERATOR(pg_catalog.<) (target_ms OPERATOR(pg_catalog./) 2) THEN
                     n := LEAST(n OPERATOR(pg_catalog.*) 2, cap);
-                ELSIF ms OPERATOR(pg_catalog.>) target_ms OPERATOR(pg_catalog.*) 2 THEN
+                ELSIF ms OPERATOR(pg_catalog.>) (target_ms OPERATOR(pg_catalog.*) 2) THEN
                     n := GREATEST(n OPERATOR(pg_catalog./) 2, 10);
                 END IF;
             END LOOP;
             BEGIN
-                PERFORM jsonb_ttl_internal._ttl_visit_end(tbl, part, part_deleted, limit_hit, error, started, skipped);
+                PERFORM jsonb_ttl_internal._ttl_visit_end(tbl, part, part_deleted, limit_hit, error, started, skipped, lock_wait);
             EXCEPTION WHEN OTHERS THEN
                 RAISE WARNING 'jsonb_ttl: the statistics of % were not kept: %', tbl, SQLERRM;
             END;

@@ -171,7 +171,9 @@ EOF
 golden() {  # golden NAME ROLE DB: runs tests/managed/sql/NAME.sql as ROLE, compares its output
   local name=$1 role=$2 db=$3 out
   out=$(mktemp)
-  "$PSQL" -X -a -q -U "$role" -d "$db" -v SHOW_CONTEXT=never <"$ROOT/tests/managed/sql/$name.sql" >"$out" 2>&1 || true
+  # (LOCATION lines name C source lines, which differ between minor versions)
+  "$PSQL" -X -a -q -U "$role" -d "$db" -v SHOW_CONTEXT=never -v VERBOSITY=verbose <"$ROOT/tests/managed/sql/$name.sql" 2>&1 \
+    | grep -v '^LOCATION:' >"$out" || true
   if diff -u "$ROOT/tests/managed/expected/$name.out" "$out" >"$out.diff"; then
     log "ok   $name"
   else
@@ -209,17 +211,120 @@ test_conformance() {
   stop_cluster
 }
 
+check() {  # check WHAT EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then log "ok   $1"; else log "FAIL $1: expected '$2', got '$3'"; FAILED=$((FAILED + 1)); fi
+}
+q() { local role=$1 db=$2; shift 2; "$PSQL" -X -q -A -t -v ON_ERROR_STOP=1 -U "$role" -d "$db" -c "$@"; }
+
+# pg_cron as the services set it up: the extension in the postgres database (by the provider),
+# its schema usable by the tenants, each scheduling its own job in its own database.
+setup_cron() {
+  psql_as postgres -d postgres -c "CREATE EXTENSION pg_cron" -c "GRANT USAGE ON SCHEMA cron TO app_a, app_b" \
+    -c "GRANT EXECUTE ON FUNCTION cron.schedule_in_database(text, text, text, text, text, boolean) TO app_a, app_b"
+}
+
+# ttl_purge() called by pg_cron, as app_a: in seconds where pg_cron has them (1.5 and later),
+# every minute otherwise (Debian bookworm's 1.4.2), waiting for the run.
+test_cron() {
+  local db=$1 version schedule waited=0 status left
+  version=$(q postgres postgres "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
+  if printf '%s\n%s\n' 1.5 "$version" | sort -V -C; then schedule='1 seconds'; else schedule='* * * * *'; fi
+  log "pg_cron $version: ttl_purge() scheduled '$schedule' (schedules in seconds need pg_cron 1.5)"
+  q app_a "$db" "CREATE TABLE a.cron_events (id int, doc jsonb);
+                 SELECT index_name FROM jsonb_ttl.ttl_index_create('a.cron_events', 'at', '1 minute');
+                 INSERT INTO a.cron_events VALUES (1, '{\"at\": \"2001-01-01\"}'), (2, '{\"at\": \"2999-01-01\"}');" >/dev/null
+  # the documented line (README.md, "On a managed service"), run as written by app_a
+  q app_a postgres "SELECT cron.schedule_in_database('jsonb_ttl', '$schedule', 'CALL jsonb_ttl.ttl_purge()', '$db')" >/dev/null
+  check "app_a's job runs as app_a" app_a "$(q app_a postgres "SELECT username FROM cron.job WHERE jobname = 'jsonb_ttl'")"
+  while [ $waited -lt 75 ]; do
+    status=$(q app_a postgres "SELECT status FROM cron.job_run_details d JOIN cron.job j USING (jobid)
+                               WHERE j.jobname = 'jsonb_ttl' AND d.status IN ('succeeded', 'failed') ORDER BY runid DESC LIMIT 1")
+    [ -n "$status" ] && break
+    sleep 1; waited=$((waited + 1))
+  done
+  check "pg_cron ran CALL jsonb_ttl.ttl_purge() (${waited}s)" succeeded "$status"
+  [ "$status" = failed ] && q app_a postgres "SELECT return_message FROM cron.job_run_details ORDER BY runid DESC LIMIT 1" >&2
+  left=$(q app_a "$db" "SELECT string_agg(id::text, ',' ORDER BY id) FROM a.cron_events")
+  check "pg_cron's run deleted the expired row, kept the live one" 2 "$left"
+  q app_a postgres "SELECT cron.unschedule('jsonb_ttl')" >/dev/null
+}
+
+# What only sessions side by side show: rows another transaction holds are skipped, never
+# waited for; a lock the purge cannot have within lock_timeout sets the table aside (its error
+# in ttl_stats) and the run goes on; a superuser's run leaves the tenants' tables.
+test_concurrency() {
+  local db=$1 t0 t1 left
+  q app_a "$db" "CREATE TABLE a.held (id int PRIMARY KEY, doc jsonb);
+                 SELECT index_name FROM jsonb_ttl.ttl_index_create('a.held', 'at', 0);
+                 INSERT INTO a.held SELECT i, '{\"at\": 1000}' FROM generate_series(1, 10) i;
+                 CREATE TABLE a.free (id int, doc jsonb);
+                 SELECT index_name FROM jsonb_ttl.ttl_index_create('a.free', 'at', 0);" >/dev/null
+  # a row held FOR UPDATE by another session for 4 s
+  q app_a "$db" "BEGIN; SELECT id FROM a.held WHERE id = 1 FOR UPDATE; SELECT pg_sleep(4); COMMIT;" >/dev/null &
+  sleep 1
+  t0=$(date +%s%N)
+  q app_a "$db" "CALL jsonb_ttl.ttl_purge()"
+  t1=$(date +%s%N)
+  left=$(q app_a "$db" "SELECT string_agg(id::text, ',') FROM a.held")
+  check "a row another transaction holds is skipped, the others go" 1 "$left"
+  check "the run did not wait for it (< 2 s)" yes "$([ $(( (t1 - t0) / 1000000 )) -lt 2000 ] && echo yes || echo "no, $(( (t1 - t0) / 1000000 )) ms")"
+  wait
+  q app_a "$db" "CALL jsonb_ttl.ttl_purge()"
+  check "the next run takes it" 0 "$(q app_a "$db" "SELECT count(*) FROM a.held")"
+  # a table locked by DDL for 4 s: the run waits at most lock_timeout, and purges the next table
+  q app_a "$db" "INSERT INTO a.held VALUES (1, '{\"at\": 1000}'); INSERT INTO a.free VALUES (1, '{\"at\": 1000}')" >/dev/null
+  q app_a "$db" "BEGIN; LOCK TABLE a.held IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;" >/dev/null &
+  sleep 1
+  t0=$(date +%s%N)
+  q app_a "$db" "CALL jsonb_ttl.ttl_purge(lock_timeout => '100 milliseconds')" 2>/dev/null
+  t1=$(date +%s%N)
+  check "a locked table does not hold up the run (< 2 s)" yes "$([ $(( (t1 - t0) / 1000000 )) -lt 2000 ] && echo yes || echo "no, $(( (t1 - t0) / 1000000 )) ms")"
+  check "the next table was purged" 0 "$(q app_a "$db" "SELECT count(*) FROM a.free")"
+  check "the locked table's error is in ttl_stats" "1|t" \
+    "$(q app_a "$db" "SELECT errors, last_error LIKE 'a lock was not had within lock_timeout (100ms)%' FROM jsonb_ttl.ttl_stats WHERE table_name = 'a.held'::regclass")"
+  wait
+  # a superuser's run purges only the tables it owns: never a tenant's, as a superuser
+  q postgres "$db" "CALL jsonb_ttl.ttl_purge()"
+  check "a superuser's run leaves app_a's table" 1 "$(q app_a "$db" "SELECT count(*) FROM a.held")"
+  q postgres "$db" "SELECT jsonb_ttl.ttl_expire_now('a.held')" >/dev/null 2>&1 \
+    && { log "FAIL a superuser's ttl_expire_now of a tenant's table"; FAILED=$((FAILED + 1)); } \
+    || log "ok   a superuser's ttl_expire_now('a.held') is refused"
+  q app_a "$db" "CALL jsonb_ttl.ttl_purge()"
+  check "its owner's run takes it" 0 "$(q app_a "$db" "SELECT count(*) FROM a.held")"
+}
+
+test_cluster() {
+  local db=managed
+  start_cluster "$PGBIN" pg_cron
+  make_roles $db
+  setup_cron
+  # installed by a role that is not a superuser, with psql -f as a managed service allows
+  check "ttl_admin is no superuser" f "$(q ttl_admin postgres "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")"
+  psql_as ttl_admin -d $db -f "$OUT/jsonb_ttl.sql" >/dev/null
+  check "installed" "jsonb_ttl $(version) (SQL edition, for managed services)" "$(q app_a $db "SELECT jsonb_ttl.ttl_edition()")"
+  psql_as ttl_admin -d $db -f "$OUT/jsonb_ttl.sql" >/dev/null 2>&1 \
+    && { log "FAIL a second install"; FAILED=$((FAILED + 1)); } || log "ok   a second install is refused"
+  golden api app_a $db
+  golden purge app_a $db
+  golden security app_b $db
+  test_concurrency $db
+  test_cron $db
+  stop_cluster
+}
+
 FAILED=0
 cmd=${1:-test}
 case "$cmd" in
 build) build ;;
 test-conformance) deps; build; test_conformance ;;
+test-cluster) deps; build; test_cluster ;;
 test)
   deps; build
   test_conformance
+  test_cluster
   [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
   log "all passed"
   ;;
-*) echo "usage: $0 build|test|test-conformance" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|test-conformance|test-cluster" >&2; exit 2 ;;
 esac
 [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
