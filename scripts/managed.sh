@@ -293,6 +293,33 @@ test_concurrency() {
   check "its owner's run takes it" 0 "$(q app_a "$db" "SELECT count(*) FROM a.held")"
 }
 
+# A PostgreSQL 15 installation of its own for the pg_tle form: a copy of Debian's (its binaries
+# find their lib and share folders relative to themselves), with pg_cron's files (from Debian's
+# postgresql-15-cron) and pg_tle built from ../shared/vendor, and without any jsonb_ttl file,
+# whatever Debian's own installation holds.
+setup_prefix() {
+  local stamp want src
+  want="$(dpkg-query -W -f='${Version}' postgresql-15) $(dpkg-query -W -f='${Version}' postgresql-15-cron) $(basename "$PGTLE_TARBALL")"
+  stamp=$PREFIX/.managed-stamp
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log "copying PostgreSQL 15 into $PREFIX and building pg_tle there (once)"
+    rm -rf "$PREFIX"
+    mkdir -p "$PREFIX/usr/lib/postgresql" "$PREFIX/usr/share/postgresql"
+    tar -C /usr/lib/postgresql -cf - --exclude=15/lib/bitcode 15 | tar -C "$PREFIX/usr/lib/postgresql" -xf -
+    tar -C /usr/share/postgresql -cf - 15 | tar -C "$PREFIX/usr/share/postgresql" -xf -
+    src=$(mktemp -d)
+    tar -C "$src" -xzf "$PGTLE_TARBALL"
+    (cd "$src"/pg_tle-* && unset MAKELEVEL MAKEFLAGS MFLAGS && nice -n 19 make -s PG_CONFIG="$PGBIN/pg_config" >"$src/make.log" 2>&1 \
+       && make -s install PG_CONFIG="$PGBIN/pg_config" DESTDIR="$PREFIX" >>"$src/make.log" 2>&1) \
+      || { cat "$src/make.log" >&2; log "pg_tle build failed"; exit 1; }
+    rm -rf "$src"
+    echo "$want" >"$stamp"
+  fi
+  # never jsonb_ttl's own files: pg_tle refuses a name whose control file is on disk
+  rm -f "$PREFIX"/usr/share/postgresql/15/extension/jsonb_ttl* "$PREFIX"/usr/lib/postgresql/15/lib/jsonb_ttl*
+  chmod -R a+rX "$PREFIX"
+}
+
 test_cluster() {
   local db=managed
   start_cluster "$PGBIN" pg_cron
@@ -312,19 +339,47 @@ test_cluster() {
   stop_cluster
 }
 
+# The pg_tle form, on the installation of its own: preloading pg_cron and pg_tle only, pg_tle's
+# extension made by the provider (a superuser, as on RDS), pgtle_admin granted to ttl_admin, who
+# installs jsonb_ttl_pgtle.sql as written; then the same tests as the plain script's.
+test_pgtle() {
+  local db=managed bindir=$PREFIX/usr/lib/postgresql/15/bin
+  setup_prefix
+  check "no jsonb_ttl control file in the pg_tle installation" 0 \
+    "$(find "$PREFIX/usr/share/postgresql/15/extension" -name 'jsonb_ttl*' | wc -l)"
+  start_cluster "$bindir" "pg_cron,pg_tle"
+  make_roles $db
+  setup_cron
+  psql_as postgres -d $db -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO ttl_admin"
+  psql_as ttl_admin -d $db -f "$OUT/jsonb_ttl_pgtle.sql" >/dev/null
+  check "CREATE EXTENSION jsonb_ttl through pg_tle, as ttl_admin" "$(version)|jsonb_ttl|ttl_admin" \
+    "$(q app_a $db "SELECT e.extversion, n.nspname, e.extowner::regrole FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jsonb_ttl'")"
+  check "pg_tle lists it" "jsonb_ttl|$(version)" "$(q ttl_admin $db "SELECT name, default_version FROM pgtle.available_extensions() WHERE name = 'jsonb_ttl'")"
+  check "its catalog is dumped by pg_dump (an extension configuration table)" t \
+    "$(q app_a $db "SELECT 'jsonb_ttl_internal.ttl_index'::regclass::oid = ANY (extconfig) FROM pg_extension WHERE extname = 'jsonb_ttl'")"
+  golden api app_a $db
+  golden purge app_a $db
+  golden security app_b $db
+  test_concurrency $db
+  test_cron $db
+  stop_cluster
+}
+
 FAILED=0
 cmd=${1:-test}
 case "$cmd" in
 build) build ;;
 test-conformance) deps; build; test_conformance ;;
 test-cluster) deps; build; test_cluster ;;
+test-pgtle) deps; build; test_pgtle ;;
 test)
   deps; build
   test_conformance
   test_cluster
+  test_pgtle
   [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
   log "all passed"
   ;;
-*) echo "usage: $0 build|test|test-conformance|test-cluster" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|test-conformance|test-cluster|test-pgtle" >&2; exit 2 ;;
 esac
 [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
