@@ -211,6 +211,23 @@ test_conformance() {
   stop_cluster
 }
 
+# The one line of README.md's "On a managed service" section that starts with PREFIX.
+readme_line() {
+  local line
+  line=$(sed -n '/^## On a managed service/,/^## /p' "$ROOT/README.md" | grep -F -m1 -- "$1" | sed 's/  *# .*$//')
+  [ -n "$line" ] || { log "README.md has no line starting $1"; exit 1; }
+  echo "$line"
+}
+
+# Installs a form as README.md says, as ROLE, into DB.
+install_as_readme() {  # install_as_readme FILE ROLE DB
+  local line
+  line=$(readme_line "psql -v ON_ERROR_STOP=1 -d mydb -f build/managed/$1")
+  line=${line//-d mydb/-d $3}
+  log "as $2: $line"
+  (cd "$ROOT" && PATH=$(dirname "$PSQL"):$PATH PGUSER=$2 bash -c "$line" >/dev/null)
+}
+
 check() {  # check WHAT EXPECTED ACTUAL
   if [ "$2" = "$3" ]; then log "ok   $1"; else log "FAIL $1: expected '$2', got '$3'"; FAILED=$((FAILED + 1)); fi
 }
@@ -226,15 +243,20 @@ setup_cron() {
 # ttl_purge() called by pg_cron, as app_a: in seconds where pg_cron has them (1.5 and later),
 # every minute otherwise (Debian bookworm's 1.4.2), waiting for the run.
 test_cron() {
-  local db=$1 version schedule waited=0 status left
+  local db=$1 version schedule waited=0 status left line
   version=$(q postgres postgres "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
-  if printf '%s\n%s\n' 1.5 "$version" | sort -V -C; then schedule='1 seconds'; else schedule='* * * * *'; fi
+  if printf '%s\n%s\n' 1.5 "$version" | sort -V -C; then schedule='30 seconds'; else schedule='* * * * *'; fi
   log "pg_cron $version: ttl_purge() scheduled '$schedule' (schedules in seconds need pg_cron 1.5)"
   q app_a "$db" "CREATE TABLE a.cron_events (id int, doc jsonb);
                  SELECT index_name FROM jsonb_ttl.ttl_index_create('a.cron_events', 'at', '1 minute');
                  INSERT INTO a.cron_events VALUES (1, '{\"at\": \"2001-01-01\"}'), (2, '{\"at\": \"2999-01-01\"}');" >/dev/null
-  # the documented line (README.md, "On a managed service"), run as written by app_a
-  q app_a postgres "SELECT cron.schedule_in_database('jsonb_ttl', '$schedule', 'CALL jsonb_ttl.ttl_purge()', '$db')" >/dev/null
+  # the documented line (README.md, "On a managed service"), run as written by app_a: only the
+  # database's name, and the schedule where pg_cron has no seconds, put in
+  line=$(readme_line "SELECT cron.schedule_in_database('jsonb_ttl'")
+  line=${line//\'mydb\'/\'$db\'}
+  [ "$schedule" = '30 seconds' ] || line=${line//\'30 seconds\'/\'$schedule\'}
+  log "as app_a: $line"
+  q app_a postgres "$line" >/dev/null
   check "app_a's job runs as app_a" app_a "$(q app_a postgres "SELECT username FROM cron.job WHERE jobname = 'jsonb_ttl'")"
   while [ $waited -lt 75 ]; do
     status=$(q app_a postgres "SELECT status FROM cron.job_run_details d JOIN cron.job j USING (jobid)
@@ -327,7 +349,7 @@ test_cluster() {
   setup_cron
   # installed by a role that is not a superuser, with psql -f as a managed service allows
   check "ttl_admin is no superuser" f "$(q ttl_admin postgres "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")"
-  psql_as ttl_admin -d $db -f "$OUT/jsonb_ttl.sql" >/dev/null
+  install_as_readme jsonb_ttl.sql ttl_admin $db
   check "installed" "jsonb_ttl $(version) (SQL edition, for managed services)" "$(q app_a $db "SELECT jsonb_ttl.ttl_edition()")"
   psql_as ttl_admin -d $db -f "$OUT/jsonb_ttl.sql" >/dev/null 2>&1 \
     && { log "FAIL a second install"; FAILED=$((FAILED + 1)); } || log "ok   a second install is refused"
@@ -351,7 +373,7 @@ test_pgtle() {
   make_roles $db
   setup_cron
   psql_as postgres -d $db -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO ttl_admin"
-  psql_as ttl_admin -d $db -f "$OUT/jsonb_ttl_pgtle.sql" >/dev/null
+  install_as_readme jsonb_ttl_pgtle.sql ttl_admin $db
   check "CREATE EXTENSION jsonb_ttl through pg_tle, as ttl_admin" "$(version)|jsonb_ttl|ttl_admin" \
     "$(q app_a $db "SELECT e.extversion, n.nspname, e.extowner::regrole FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jsonb_ttl'")"
   check "pg_tle lists it" "jsonb_ttl|$(version)" "$(q ttl_admin $db "SELECT name, default_version FROM pgtle.available_extensions() WHERE name = 'jsonb_ttl'")"
