@@ -7,33 +7,72 @@
 -- used on the way: a point in time is assembled from whole days and microseconds, so every
 -- microsecond is exact, and no step depends on the session's TimeZone or DateStyle.
 
--- A wall-clock time: the PostgreSQL timestamp of Unix-epoch microseconds given as numeric, or
--- NULL outside PostgreSQL's range ([4714-11-24 BC, 294277-01-01)).
-CREATE FUNCTION jsonb_ttl_internal._ttl_unix_wall(unix_micros numeric)
-RETURNS timestamp
+-- Unix-epoch microseconds as a timestamptz, or NULL past PostgreSQL's range
+-- ([4714-11-24 BC, 294277-01-01)): whole days, then the microseconds of the day.
+CREATE FUNCTION jsonb_ttl_internal._ttl_micros_instant(unix_micros numeric)
+RETURNS timestamptz
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     pg_micros numeric := unix_micros OPERATOR(pg_catalog.-) 946684800000000;
-    days bigint;
+    days integer;
 BEGIN
     IF pg_micros OPERATOR(pg_catalog.<) (-211813488000000000)::numeric
        OR pg_micros OPERATOR(pg_catalog.>=) 9223371331200000000::numeric THEN
         RETURN NULL;
     END IF;
     days := pg_catalog.floor(pg_micros OPERATOR(pg_catalog./) 86400000000::numeric);
-    RETURN pg_catalog.make_timestamp(2000, 1, 1, 0, 0, 0)
-           OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => days::integer)
-           OPERATOR(pg_catalog.+) ('1 microsecond'::pg_catalog.interval OPERATOR(pg_catalog.*)
-               (pg_micros OPERATOR(pg_catalog.-) (days::numeric OPERATOR(pg_catalog.*) 86400000000::numeric))::pg_catalog.float8);
+    RETURN pg_catalog.timezone('UTC',
+        pg_catalog.make_timestamp(2000, 1, 1, 0, 0, 0)
+        OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => days)
+        OPERATOR(pg_catalog.+) ('1 microsecond'::pg_catalog.interval OPERATOR(pg_catalog.*)
+            (pg_micros OPERATOR(pg_catalog.-) (days::numeric OPERATOR(pg_catalog.*) 86400000000::numeric))::pg_catalog.float8));
 END
 $$;
 
--- parse_unix_number: the decimal text of a number (as PostgreSQL prints a numeric, or with an
--- exponent of at most four digits) as a Unix time in numeric_unit ('s' or 'ms'), in Unix-epoch
--- microseconds rounded half up; NULL for a negative number (never expires), for what is no
--- number, and past PostgreSQL's range.
+-- A number as a Unix time in numeric_unit ('s' or 'ms'), rounded half up to the microsecond;
+-- NULL for a negative number (never expires: MongoDB's and ArangoDB's rule), NaN, infinities, and
+-- past PostgreSQL's range. (parse_unix_number on the text PostgreSQL prints for a numeric: the
+-- digits scaled and rounded half up on the first digit dropped, which is the numeric's own
+-- round() of the exact product.)
+CREATE FUNCTION jsonb_ttl_internal._ttl_unix_instant(value numeric, numeric_unit text)
+RETURNS timestamptz
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    micros numeric;
+    pg_micros numeric;
+    days integer;
+BEGIN
+    IF value OPERATOR(pg_catalog.=) ANY ('{NaN,Infinity,-Infinity}'::numeric[]) THEN
+        RETURN NULL;
+    END IF;
+    micros := pg_catalog.round(pg_catalog.abs(value) OPERATOR(pg_catalog.*)
+                               CASE numeric_unit WHEN 'ms' THEN 1000 ELSE 1000000 END);
+    IF value OPERATOR(pg_catalog.<) 0 AND micros OPERATOR(pg_catalog.<>) 0 THEN
+        RETURN NULL;
+    END IF;
+    -- (as _ttl_micros_instant, written out: this runs for every number indexed)
+    pg_micros := micros OPERATOR(pg_catalog.-) 946684800000000;
+    IF pg_micros OPERATOR(pg_catalog.>=) 9223371331200000000::numeric THEN
+        RETURN NULL;
+    END IF;
+    days := pg_catalog.floor(pg_micros OPERATOR(pg_catalog./) 86400000000::numeric);
+    RETURN pg_catalog.timezone('UTC',
+        pg_catalog.make_timestamp(2000, 1, 1, 0, 0, 0)
+        OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => days)
+        OPERATOR(pg_catalog.+) ('1 microsecond'::pg_catalog.interval OPERATOR(pg_catalog.*)
+            (pg_micros OPERATOR(pg_catalog.-) (days::numeric OPERATOR(pg_catalog.*) 86400000000::numeric))::pg_catalog.float8));
+END
+$$;
+
+-- parse_unix_number itself: the decimal text of a number, with an exponent of at most four
+-- digits, as a Unix time in numeric_unit, in Unix-epoch microseconds rounded half up; NULL for
+-- a negative number, for what is no number, and for more than 21 digits left of the point. No
+-- TTL index reads text this way (JSON numbers and numeric columns go through
+-- _ttl_unix_instant): it is here so that the conformance test checks the grammar itself.
 CREATE FUNCTION jsonb_ttl_internal._ttl_number_micros(number text, numeric_unit text)
 RETURNS numeric
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -88,99 +127,97 @@ BEGIN
 END
 $$;
 
--- parse_datestring_local: an ISO 8601 date or date-time as the wall-clock time it writes,
--- moved to UTC when it carries an offset; has_offset says whether it did. NULL (both) when it
--- is not a date the grammar accepts:
+-- parse_datestring_local: an ISO 8601 date or date-time, or NULL when it is not a date the
+-- grammar accepts:
 --   date      = YYYY "-" MM "-" DD
 --   datetime  = date ("T" | "t" | " ") HH ":" MM [ ":" SS [ ("." | ",") 1*DIGIT ] ] [ zone ]
 --   zone      = "Z" | "z" | ("+" | "-") HH [ [ ":" ] MM ]
-CREATE FUNCTION jsonb_ttl_internal._ttl_date_parts(value text, OUT wall timestamp, OUT has_offset boolean)
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    p text[] := pg_catalog.regexp_match(value,
-        '^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?(?:([Zz])|([+-])([0-9]{2})(?::?([0-9]{2}))?)?)?$');
-    y integer; mo integer; d integer; h integer; mi integer; s integer;
-    oh integer; om integer; last_day integer;
-    fraction integer := 0;
-BEGIN
-    IF p IS NULL THEN
-        RETURN;
-    END IF;
-    y := p[1]::integer; mo := p[2]::integer; d := p[3]::integer;
-    IF mo OPERATOR(pg_catalog.<) 1 OR mo OPERATOR(pg_catalog.>) 12 OR d OPERATOR(pg_catalog.<) 1 THEN
-        RETURN;
-    END IF;
-    -- the proleptic Gregorian calendar (year 0 is a leap year)
-    last_day := CASE WHEN mo OPERATOR(pg_catalog.=) 2 THEN
-                         CASE WHEN y OPERATOR(pg_catalog.%) 4 OPERATOR(pg_catalog.=) 0
-                                   AND (y OPERATOR(pg_catalog.%) 100 OPERATOR(pg_catalog.<>) 0
-                                        OR y OPERATOR(pg_catalog.%) 400 OPERATOR(pg_catalog.=) 0)
-                              THEN 29 ELSE 28 END
-                     WHEN mo OPERATOR(pg_catalog.=) ANY ('{4,6,9,11}'::integer[]) THEN 30
-                     ELSE 31 END;
-    IF d OPERATOR(pg_catalog.>) last_day THEN
-        RETURN;
-    END IF;
-    h := coalesce(p[4]::integer, 0); mi := coalesce(p[5]::integer, 0); s := coalesce(p[6]::integer, 0);
-    IF h OPERATOR(pg_catalog.>) 23 OR mi OPERATOR(pg_catalog.>) 59 OR s OPERATOR(pg_catalog.>) 59 THEN
-        RETURN;
-    END IF;
-    IF p[7] IS NOT NULL THEN
-        -- a fraction of a second in microseconds, rounded half up
-        fraction := pg_catalog.rpad(pg_catalog.left(p[7], 6), 6, '0')::integer;
-        IF pg_catalog.substr(p[7], 7, 1) OPERATOR(pg_catalog.>=) '5' THEN
-            fraction := fraction OPERATOR(pg_catalog.+) 1;
-        END IF;
-    END IF;
-    -- year 0 is 1 BC, which make_timestamp writes -1
-    wall := pg_catalog.make_timestamp(CASE WHEN y OPERATOR(pg_catalog.=) 0 THEN -1 ELSE y END, mo, d, h, mi, s)
-            OPERATOR(pg_catalog.+) ('1 microsecond'::pg_catalog.interval OPERATOR(pg_catalog.*) fraction);
-    has_offset := p[8] IS NOT NULL OR p[9] IS NOT NULL;
-    IF p[9] IS NOT NULL THEN
-        oh := p[10]::integer; om := coalesce(p[11]::integer, 0);
-        IF oh OPERATOR(pg_catalog.>) 23 OR om OPERATOR(pg_catalog.>) 59 THEN
-            wall := NULL; has_offset := NULL;
-            RETURN;
-        END IF;
-        -- local time = UTC + offset, so UTC = local − offset
-        wall := wall OPERATOR(pg_catalog.-) pg_catalog.make_interval(
-                    mins => CASE p[9] WHEN '+' THEN 1 ELSE -1 END OPERATOR(pg_catalog.*)
-                            (oh OPERATOR(pg_catalog.*) 60 OPERATOR(pg_catalog.+) om));
-    END IF;
-END
-$$;
-
--- A date string's instant: UTC when it has no offset and time_zone is NULL, else in time_zone.
+-- A string with an offset is that instant; one without is a wall-clock time in time_zone (UTC
+-- when NULL). The shape is checked by one regular expression without captures (PostgreSQL's
+-- regular expressions are several times slower with them), then each field is read at its
+-- place; the calendar is the proleptic Gregorian one (year 0 is 1 BC, a leap year).
 CREATE FUNCTION jsonb_ttl_internal._ttl_date_string(value text, time_zone text)
 RETURNS timestamptz
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    parsed record;
+    y integer;
+    mo integer;
+    d integer;
+    h integer := 0;
+    mi integer := 0;
+    s integer := 0;
+    fraction integer := 0;
+    digits integer;
+    rest text := '';
+    wall timestamp;
+    oh integer;
+    om integer;
 BEGIN
-    IF value IS NULL THEN
+    IF value IS NULL OR value OPERATOR(pg_catalog.!~)
+        '^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?$' THEN
         RETURN NULL;
     END IF;
-    parsed := jsonb_ttl_internal._ttl_date_parts(value);
-    IF parsed.wall IS NULL THEN
+    y := pg_catalog.substr(value, 1, 4)::integer;
+    mo := pg_catalog.substr(value, 6, 2)::integer;
+    d := pg_catalog.substr(value, 9, 2)::integer;
+    IF mo OPERATOR(pg_catalog.<) 1 OR mo OPERATOR(pg_catalog.>) 12 OR d OPERATOR(pg_catalog.<) 1 THEN
         RETURN NULL;
     END IF;
-    IF parsed.has_offset OR time_zone IS NULL THEN
-        RETURN pg_catalog.timezone('UTC', parsed.wall);
+    IF d OPERATOR(pg_catalog.>) 28 THEN
+        IF mo OPERATOR(pg_catalog.=) 2 THEN
+            IF d OPERATOR(pg_catalog.>) 29 OR y OPERATOR(pg_catalog.%) 4 OPERATOR(pg_catalog.<>) 0
+               OR (y OPERATOR(pg_catalog.%) 100 OPERATOR(pg_catalog.=) 0 AND y OPERATOR(pg_catalog.%) 400 OPERATOR(pg_catalog.<>) 0) THEN
+                RETURN NULL;
+            END IF;
+        ELSIF d OPERATOR(pg_catalog.>) 31
+              OR (d OPERATOR(pg_catalog.=) 31 AND mo OPERATOR(pg_catalog.=) ANY ('{4,6,9,11}'::integer[])) THEN
+            RETURN NULL;
+        END IF;
     END IF;
-    RETURN pg_catalog.timezone(time_zone, parsed.wall);
+    IF pg_catalog.length(value) OPERATOR(pg_catalog.>) 10 THEN
+        h := pg_catalog.substr(value, 12, 2)::integer;
+        mi := pg_catalog.substr(value, 15, 2)::integer;
+        rest := pg_catalog.substr(value, 17);
+        IF pg_catalog.left(rest, 1) OPERATOR(pg_catalog.=) ':' THEN
+            s := pg_catalog.substr(rest, 2, 2)::integer;
+            rest := pg_catalog.substr(rest, 4);
+            IF pg_catalog.left(rest, 1) OPERATOR(pg_catalog.=) ANY ('{.,","}'::text[]) THEN
+                rest := pg_catalog.substr(rest, 2);
+                digits := pg_catalog.length(rest) OPERATOR(pg_catalog.-) pg_catalog.length(pg_catalog.ltrim(rest, '0123456789'));
+                -- a fraction of a second in microseconds, rounded half up
+                fraction := pg_catalog.rpad(pg_catalog.left(rest, LEAST(digits, 6)), 6, '0')::integer;
+                IF digits OPERATOR(pg_catalog.>) 6 AND pg_catalog.substr(rest, 7, 1) OPERATOR(pg_catalog.>=) '5' THEN
+                    fraction := fraction OPERATOR(pg_catalog.+) 1;
+                END IF;
+                rest := pg_catalog.substr(rest, digits OPERATOR(pg_catalog.+) 1);
+            END IF;
+        END IF;
+        IF h OPERATOR(pg_catalog.>) 23 OR mi OPERATOR(pg_catalog.>) 59 OR s OPERATOR(pg_catalog.>) 59 THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    wall := pg_catalog.make_timestamp(CASE WHEN y OPERATOR(pg_catalog.=) 0 THEN -1 ELSE y END, mo, d, h, mi, s);
+    IF fraction OPERATOR(pg_catalog.>) 0 THEN
+        wall := wall OPERATOR(pg_catalog.+) ('1 microsecond'::pg_catalog.interval OPERATOR(pg_catalog.*) fraction);
+    END IF;
+    IF rest OPERATOR(pg_catalog.=) '' THEN
+        RETURN pg_catalog.timezone(coalesce(time_zone, 'UTC'), wall);
+    ELSIF rest OPERATOR(pg_catalog.=) ANY ('{Z,z}'::text[]) THEN
+        RETURN pg_catalog.timezone('UTC', wall);
+    END IF;
+    -- ±HH, ±HHMM or ±HH:MM; local time = UTC + offset, so UTC = local − offset
+    oh := pg_catalog.substr(rest, 2, 2)::integer;
+    om := CASE WHEN pg_catalog.length(rest) OPERATOR(pg_catalog.=) 3 THEN 0 ELSE pg_catalog.right(rest, 2)::integer END;
+    IF oh OPERATOR(pg_catalog.>) 23 OR om OPERATOR(pg_catalog.>) 59 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pg_catalog.timezone('UTC', wall OPERATOR(pg_catalog.-) pg_catalog.make_interval(
+        mins => CASE pg_catalog.left(rest, 1) WHEN '+' THEN 1 ELSE -1 END OPERATOR(pg_catalog.*)
+                (oh OPERATOR(pg_catalog.*) 60 OPERATOR(pg_catalog.+) om)));
 END
 $$;
-
--- Unix-epoch microseconds (from _ttl_number_micros) as a timestamptz.
-CREATE FUNCTION jsonb_ttl_internal._ttl_unix_instant(unix_micros numeric)
-RETURNS timestamptz
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT pg_catalog.timezone('UTC', jsonb_ttl_internal._ttl_unix_wall(unix_micros)) $$;
 
 -- MongoDB Extended JSON: {"$date": "<ISO-8601>"}, {"$date": <ms>} or
 -- {"$date": {"$numberLong": "<ms>"}}; the object must hold that one key only.
@@ -194,22 +231,19 @@ DECLARE
     long jsonb;
     digits text;
 BEGIN
-    IF (SELECT pg_catalog.count(*) FROM pg_catalog.jsonb_object_keys(value)) OPERATOR(pg_catalog.<>) 1 THEN
-        RETURN NULL;
-    END IF;
     date := value OPERATOR(pg_catalog.->) '$date';
+    IF date IS NULL OR (value OPERATOR(pg_catalog.-) '$date'::text) OPERATOR(pg_catalog.<>) '{}'::jsonb THEN
+        RETURN NULL;  -- no $date, or other keys beside it
+    END IF;
     CASE pg_catalog.jsonb_typeof(date)
     WHEN 'string' THEN
         RETURN jsonb_ttl_internal._ttl_date_string(date OPERATOR(pg_catalog.#>>) '{}', time_zone);
     WHEN 'number' THEN
-        RETURN jsonb_ttl_internal._ttl_unix_instant(
-            jsonb_ttl_internal._ttl_number_micros(date OPERATOR(pg_catalog.#>>) '{}', 'ms'));
+        RETURN jsonb_ttl_internal._ttl_unix_instant(date::numeric, 'ms');
     WHEN 'object' THEN
-        IF (SELECT pg_catalog.count(*) FROM pg_catalog.jsonb_object_keys(date)) OPERATOR(pg_catalog.<>) 1 THEN
-            RETURN NULL;
-        END IF;
         long := date OPERATOR(pg_catalog.->) '$numberLong';
-        IF pg_catalog.jsonb_typeof(long) IS DISTINCT FROM 'string' THEN
+        IF pg_catalog.jsonb_typeof(long) IS DISTINCT FROM 'string'
+           OR (date OPERATOR(pg_catalog.-) '$numberLong'::text) OPERATOR(pg_catalog.<>) '{}'::jsonb THEN
             RETURN NULL;
         END IF;
         -- parse_unix_integer_string: an optional minus and digits only
@@ -217,16 +251,17 @@ BEGIN
         IF digits OPERATOR(pg_catalog.!~) '^-?[0-9]+$' THEN
             RETURN NULL;
         END IF;
-        RETURN jsonb_ttl_internal._ttl_unix_instant(jsonb_ttl_internal._ttl_number_micros(digits, 'ms'));
+        RETURN jsonb_ttl_internal._ttl_unix_instant(digits::numeric, 'ms');
     ELSE
         RETURN NULL;
     END CASE;
 END
 $$;
 
--- A scalar (a string is a date string, a number a Unix time in numeric_unit) or a $date object.
--- NULL for anything else, nested arrays among them.
-CREATE FUNCTION jsonb_ttl_internal._ttl_element(value jsonb, numeric_unit text, time_zone text)
+-- The reading of a jsonb value: a string is a date string, a number a Unix time in
+-- numeric_unit, an object a $date object, an array its earliest element that parses (MongoDB's
+-- rule; arrays inside it are not read); anything else NULL.
+CREATE FUNCTION jsonb_ttl_internal._ttl_json_time(value jsonb, numeric_unit text, time_zone text)
 RETURNS timestamptz
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -236,30 +271,16 @@ BEGIN
     WHEN 'string' THEN
         RETURN jsonb_ttl_internal._ttl_date_string(value OPERATOR(pg_catalog.#>>) '{}', time_zone);
     WHEN 'number' THEN
-        RETURN jsonb_ttl_internal._ttl_unix_instant(
-            jsonb_ttl_internal._ttl_number_micros(value OPERATOR(pg_catalog.#>>) '{}', numeric_unit));
+        RETURN jsonb_ttl_internal._ttl_unix_instant(value::numeric, numeric_unit);
     WHEN 'object' THEN
         RETURN jsonb_ttl_internal._ttl_date_object(value, time_zone);
+    WHEN 'array' THEN
+        RETURN (SELECT pg_catalog.min(jsonb_ttl_internal._ttl_json_time(e, numeric_unit, time_zone))
+                FROM pg_catalog.jsonb_array_elements(value) e
+                WHERE pg_catalog.jsonb_typeof(e) OPERATOR(pg_catalog.<>) 'array');
     ELSE
         RETURN NULL;
     END CASE;
-END
-$$;
-
--- The reading of a whole jsonb value: a scalar, a $date object, or an array (its earliest
--- element that parses: MongoDB's rule).
-CREATE FUNCTION jsonb_ttl_internal._ttl_json_time(value jsonb, numeric_unit text, time_zone text)
-RETURNS timestamptz
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF pg_catalog.jsonb_typeof(value) OPERATOR(pg_catalog.=) 'array' THEN
-        RETURN (SELECT pg_catalog.min(jsonb_ttl_internal._ttl_element(e, numeric_unit, time_zone))
-                FROM pg_catalog.jsonb_array_elements(value) e
-                WHERE pg_catalog.jsonb_typeof(e) OPERATOR(pg_catalog.<>) 'array');
-    END IF;
-    RETURN jsonb_ttl_internal._ttl_element(value, numeric_unit, time_zone);
 END
 $$;
 
@@ -317,7 +338,7 @@ CREATE FUNCTION jsonb_ttl.ttl_is_datestring(value text)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT (jsonb_ttl_internal._ttl_date_parts(value)).wall IS NOT NULL $$;
+AS $$ SELECT jsonb_ttl_internal._ttl_date_string(value, NULL) IS NOT NULL $$;
 
 CREATE FUNCTION jsonb_ttl_internal.ttl_text_timestamp(value text)
 RETURNS timestamptz
@@ -336,8 +357,7 @@ RETURNS timestamptz
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT jsonb_ttl_internal._ttl_unix_instant(
-        jsonb_ttl_internal._ttl_number_micros(value::text, jsonb_ttl_internal._ttl_check_unit(numeric_unit)))
+    SELECT jsonb_ttl_internal._ttl_unix_instant(value, jsonb_ttl_internal._ttl_check_unit(numeric_unit))
 $$;
 
 -- Per-row TTL (core/src/row_ttl.rs): the seconds a row's field holds, -1 for never, NULL to fall
@@ -382,6 +402,6 @@ BEGIN
     -- rounded half away from zero as Rust's f64::round
     micros := pg_catalog.round(((seconds OPERATOR(pg_catalog.*) 1000000)::text)::numeric)
               OPERATOR(pg_catalog.+) (EXTRACT(epoch FROM reference) OPERATOR(pg_catalog.*) 1000000);
-    RETURN jsonb_ttl_internal._ttl_unix_instant(pg_catalog.round(micros));
+    RETURN jsonb_ttl_internal._ttl_micros_instant(pg_catalog.round(micros));
 END
 $$;

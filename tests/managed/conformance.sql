@@ -40,7 +40,7 @@ SELECT c.*, i.input,
        CASE WHEN i.input IS NULL THEN NULL  -- not representable: not run
             WHEN c.kind = 'date' THEN pg_temp.micros(jsonb_ttl_internal.ttl_text_timestamp(i.input))
             WHEN c.kind = 'datestring' THEN CASE jsonb_ttl.ttl_is_datestring(i.input) WHEN true THEN 't' ELSE 'f' END
-            WHEN c.kind = 'number' THEN pg_temp.micros(jsonb_ttl_internal._ttl_unix_instant(
+            WHEN c.kind = 'number' THEN pg_temp.micros(jsonb_ttl_internal._ttl_micros_instant(
                                             jsonb_ttl_internal._ttl_number_micros(i.input, c.unit)))
             WHEN c.kind = 'jnumber' THEN CASE WHEN pg_temp.jsonb_of(i.input) IS NOT NULL
                                               THEN pg_temp.micros(jsonb_ttl.ttl_timestamp(pg_temp.jsonb_of(i.input), c.unit)) END
@@ -48,9 +48,12 @@ SELECT c.*, i.input,
                                           jsonb_build_object('$date', jsonb_build_object('$numberLong', i.input))))
             WHEN c.kind = 'rowsec' THEN coalesce(jsonb_ttl_internal.ttl_row_seconds(pg_temp.numeric_of(i.input))::text, 'NULL')
        END AS got,
-       -- the same date string inside a document, and as a jsonb string, must read the same
+       -- a second way to the same answer: a date string as a jsonb string; a JSON number as a
+       -- numeric column's value (jsonb_ttl_internal.ttl_unix_timestamp)
        CASE WHEN c.kind = 'date' AND i.input IS NOT NULL
-            THEN pg_temp.micros(jsonb_ttl.ttl_timestamp(to_jsonb(i.input))) END AS got_jsonb
+            THEN pg_temp.micros(jsonb_ttl.ttl_timestamp(to_jsonb(i.input)))
+            WHEN c.kind = 'jnumber' AND pg_temp.jsonb_of(i.input) IS NOT NULL
+            THEN pg_temp.micros(jsonb_ttl_internal.ttl_unix_timestamp(pg_temp.numeric_of(i.input), c.unit)) END AS got_jsonb
 FROM conformance_case c
 CROSS JOIN LATERAL (SELECT pg_temp.text_of(c.sql_hex) AS input) i;
 
