@@ -4,7 +4,7 @@
 //! node at most `max_rows`, through Citus's connections (each node's part commits on its own).
 
 use crate::batch_frame::Entered;
-use crate::catalog::{self, Lock, Scope, TtlIndex};
+use crate::catalog::{self, Lock, TtlIndex};
 use crate::deleter::{Batch, Named, Purge, BATCH_ARGS};
 use crate::error::raise;
 use crate::extension::Extension;
@@ -51,7 +51,7 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         Some(oid) => Some(oid),
     };
     let Some(tbl) = tbl else {
-        let indexes = catalog::load(&ext, None, Scope::Targets)
+        let indexes = crate::tracking::targets(&ext, None)
             .into_iter()
             .filter(|index| owner::has_privileges_of(index.owner))
             .filter(purged_unnamed)
@@ -86,7 +86,7 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     }
     let here = expire_targets(
         &ext,
-        &catalog::load(&ext, Some(table.oid), Scope::Targets),
+        &crate::tracking::targets(&ext, Some(table.oid)),
         max_rows,
     );
     match citus::hash_distributed(table.oid) && citus::is_coordinator() {
@@ -128,7 +128,7 @@ pub(crate) fn expire_local(tbl: Oid, max_rows: i64) -> i64 {
     }
     expire_targets(
         &ext,
-        &catalog::load(&ext, Some(table.oid), Scope::Targets),
+        &crate::tracking::targets(&ext, Some(table.oid)),
         max_rows,
     )
 }

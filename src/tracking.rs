@@ -256,22 +256,40 @@ fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
     role_on(&ext, &entry, tbl, index)
 }
 
-/// The TTL index of `root` (a hash-distributed table) on its Citus shard `shard`, held here:
-/// the index of the shard that is ours for the catalog column `role` by what it is (as
-/// [`ttl_index_role`] tells, its expression and predicate read on the shard), whatever its
-/// name; the lowest OID if several are. Shards record no OIDs (Citus makes their indexes with
-/// the shards, on each node); the worker reads the one found directly ([`crate::leaf_check`]),
-/// and its batches still test expiry on the reference itself.
-pub fn shard_index(ext: &Extension, root: Oid, shard: Oid, role: &str) -> Option<Oid> {
-    let entry = catalog::load(ext, Some(root), catalog::Scope::Entries)
-        .into_iter()
-        .next()?;
+/// The TTL indexes' targets of `table` (the table it was created on), or of every table
+/// ([`catalog::load`]), each Citus shard's index found by what it is ([`shard_index`]): ready
+/// when it is there. What the callers of the API purge.
+pub fn targets(ext: &Extension, table: Option<Oid>) -> Vec<TtlIndex> {
+    let mut targets = catalog::load(ext, table, catalog::Scope::Targets);
+    for target in targets.iter_mut().filter(|target| target.shard.is_some()) {
+        // (a reference that can no longer be written has no index to find: not ready)
+        target.index_oid = target
+            .reference(ext)
+            .ok()
+            .and_then(|_| shard_index(ext, target));
+        target.index_ready = target.index_oid.is_some();
+    }
+    targets
+}
+
+/// The TTL index of the Citus shard target `target` (a shard of a hash-distributed table, held
+/// here), for the rows with a TTL of their own the per-row index: the index of the shard that
+/// is it by what it is (as [`ttl_index_role`] tells, its expression and predicate read on the
+/// shard), whatever its name; the lowest OID if several are. Shards record no OIDs (Citus makes
+/// their indexes with the shards, on each node); the worker reads the one found directly
+/// ([`crate::leaf_check`]), and its batches still test expiry on the reference itself.
+pub fn shard_index(ext: &Extension, target: &TtlIndex) -> Option<Oid> {
+    let role = match target.part {
+        catalog::Part::OwnTtl => "row_ttl_index_name",
+        _ => "index_name",
+    };
+    let shard = target.table;
     let candidates: Vec<Oid> = Spi::connect(|client| {
         client
             .select(
                 "SELECT i.indexrelid FROM pg_catalog.pg_index i \
-                 WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisvalid AND i.indisready \
-                   AND i.indislive AND NOT i.indcheckxmin ORDER BY i.indexrelid",
+                 WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND NOT i.indcheckxmin \
+                 ORDER BY i.indexrelid",
                 None,
                 &[shard.into()],
             )
@@ -281,7 +299,7 @@ pub fn shard_index(ext: &Extension, root: Oid, shard: Oid, role: &str) -> Option
             })
             .unwrap_or_default()
     });
-    let shapes = shapes(ext, &entry, shard);
+    let shapes = shapes(ext, target, shard);
     build::shaped_indexes(shard, true)
         .into_iter()
         .filter(|index| candidates.contains(&index.oid))

@@ -44,16 +44,14 @@ fn index_ready_sql(name: &str) -> String {
 /// OID (`recorded`, see [`recorded_index_sql`]), which [`crate::tracking`] records only for an
 /// index that is ours by its expression, predicate and access method, never by its name alone
 /// (an unrelated index under the TTL index's name is not it). A Citus shard, whose indexes
-/// are not recorded, and a database still at an older version's SQL, which records none, go
-/// by the name (`name`, see [`index_ready_sql`]; a shard's index is then found by its shape,
-/// [`crate::tracking::shard_index`]).
+/// are not recorded, is not ready here: its index is found by its shape above the catalog
+/// ([`crate::tracking::targets`], [`crate::tracking::shard_index`]). Only a database still at
+/// an older version's SQL, which records no OIDs, goes by the name (`name`, see
+/// [`index_ready_sql`]).
 fn ready_sql(ext: &Extension, recorded: &str, name: &str) -> String {
-    let by_name = index_ready_sql(name);
     match ext.has_internal_schema() {
-        true => {
-            format!("CASE WHEN l.shardid IS NULL THEN ({recorded}) IS NOT NULL ELSE {by_name} END")
-        }
-        false => by_name,
+        true => format!("l.shardid IS NULL AND ({recorded}) IS NOT NULL"),
+        false => index_ready_sql(name),
     }
 }
 

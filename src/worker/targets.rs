@@ -53,7 +53,7 @@ pub(super) struct Kept {
     tables: Vec<Oid>,
     digest: Option<Vec<(u64, u64)>>,
     indexes: Vec<TtlIndex>,
-    /// Under Citus, the TTL index found on each shard held here (see [`shard_index`]), kept
+    /// Under Citus, the TTL index found on each shard held here (see [`tracking::shard_index`]), kept
     /// while no relation changes.
     shard_indexes: ShardIndexes,
 }
@@ -184,9 +184,13 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
             let key = (index.table, index.part, index.version.clone());
             let shard_index = *shard_indexes
                 .entry(key.clone())
-                .or_insert_with(|| shard_index(ext, index));
+                .or_insert_with(|| tracking::shard_index(ext, index));
             found.insert(key, shard_index);
             index.index_oid = shard_index;
+        }
+        if index.shard.is_some() {
+            // a shard's index is known by its shape only: ready when found
+            index.index_ready = shard_indexes_found(&found, index);
         }
     }
     Kept {
@@ -198,14 +202,11 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
     }
 }
 
-/// The TTL index of the shard target `index` (see [`tracking::shard_index`]): for the rows
-/// with a TTL of their own, the per-row index.
-fn shard_index(ext: &Extension, index: &TtlIndex) -> Option<Oid> {
-    let role = match index.part {
-        catalog::Part::OwnTtl => "row_ttl_index_name",
-        _ => "index_name",
-    };
-    tracking::shard_index(ext, index.root, index.table, role)
+/// Whether the shard target `index` has its TTL index, found by its shape ([`found`]).
+fn shard_indexes_found(found: &ShardIndexes, index: &TtlIndex) -> bool {
+    found
+        .get(&(index.table, index.part, index.version.clone()))
+        .is_some_and(|oid| oid.is_some())
 }
 
 /// The OIDs of the tables the catalog's rows are in.
