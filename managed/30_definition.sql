@@ -270,11 +270,14 @@ AS $$
 $$;
 
 -- The parts of a TTL index, each what its statements are built from: the key its index is on,
--- the index's predicate, and the expire_after its cutoff is now() less. Without a per-row TTL,
+-- the index's predicate, the rest of that predicate once the key is known to be before a cutoff
+-- (what a DELETE checks again on the row version it deletes: "key < cutoff" already says that
+-- the key is not NULL), and the expire_after its cutoff is now() less. Without a per-row TTL,
 -- one part; with one, two (docs/row_ttl.md): the rows that fall back to expire_after, keyed on
 -- the reference time, and the rows with a TTL of their own, keyed on their expiry (cutoff now()).
 CREATE FUNCTION jsonb_ttl_internal._ttl_parts(tbl regclass)
-RETURNS TABLE (part text, key_sql text, predicate_sql text, reference_sql text, expire_after interval, index_oid oid)
+RETURNS TABLE (part text, key_sql text, predicate_sql text, recheck_sql text, reference_sql text,
+               expire_after interval, index_oid oid)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -282,6 +285,7 @@ DECLARE
     t jsonb_ttl_internal.ttl_index;
     reference text;
     seconds text;
+    expiry text;
     filter_sql text;
 BEGIN
     SELECT * INTO t FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl;
@@ -294,17 +298,20 @@ BEGIN
     IF t.row_ttl_path IS NULL THEN
         RETURN QUERY SELECT 'expire_after'::pg_catalog.text, reference,
                             reference OPERATOR(pg_catalog.||) ' IS NOT NULL' OPERATOR(pg_catalog.||) filter_sql,
+                            'true' OPERATOR(pg_catalog.||) filter_sql,
                             reference, t.expire_after, t.index_oid;
         RETURN;
     END IF;
     seconds := jsonb_ttl_internal._ttl_row_seconds_sql(jsonb_ttl_internal._ttl_column(tbl::pg_catalog.oid, t.row_ttl_attnum),
                                                        t.row_ttl_kind, t.row_ttl_json_path);
+    expiry := pg_catalog.format('jsonb_ttl_internal.ttl_expires_at(%s, %s)', reference, seconds);
     RETURN QUERY SELECT 'expire_after'::pg_catalog.text, reference,
                         pg_catalog.format('%s IS NOT NULL AND %s IS NULL', reference, seconds) OPERATOR(pg_catalog.||) filter_sql,
+                        pg_catalog.format('%s IS NULL', seconds) OPERATOR(pg_catalog.||) filter_sql,
                         reference, t.expire_after, t.index_oid;
-    RETURN QUERY SELECT 'row_ttl'::pg_catalog.text,
-                        pg_catalog.format('jsonb_ttl_internal.ttl_expires_at(%s, %s)', reference, seconds),
-                        pg_catalog.format('jsonb_ttl_internal.ttl_expires_at(%s, %s) IS NOT NULL', reference, seconds) OPERATOR(pg_catalog.||) filter_sql,
+    RETURN QUERY SELECT 'row_ttl'::pg_catalog.text, expiry,
+                        expiry OPERATOR(pg_catalog.||) ' IS NOT NULL' OPERATOR(pg_catalog.||) filter_sql,
+                        'true' OPERATOR(pg_catalog.||) filter_sql,
                         reference, '0'::pg_catalog.interval, t.row_ttl_index_oid;
 END
 $$;

@@ -11,7 +11,7 @@
 --
 --   DELETE FROM tbl WHERE ctid = ANY (ARRAY(SELECT ctid FROM tbl WHERE <key> < $1 AND <predicate>
 --                                          ORDER BY <key> LIMIT $2 FOR UPDATE SKIP LOCKED))
---                     AND <key> < $1 AND <predicate>
+--                     AND <key> < $1 AND <the rest of the predicate: the filter, a per-row TTL's>
 
 -- Whether the caller purges a table (see above).
 CREATE FUNCTION jsonb_ttl_internal._ttl_may_purge(tbl oid)
@@ -53,8 +53,8 @@ BEGIN
     EXECUTE pg_catalog.format(
         'WITH gone AS (DELETE FROM %1$s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
         'SELECT ctid FROM %1$s WHERE %2$s OPERATOR(pg_catalog.<) $1 AND %3$s ORDER BY %2$s LIMIT $2 FOR UPDATE SKIP LOCKED)) '
-        'AND %2$s OPERATOR(pg_catalog.<) $1 AND %3$s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-        tbl, p.key_sql, p.predicate_sql)
+        'AND %2$s OPERATOR(pg_catalog.<) $1 AND %4$s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+        tbl, p.key_sql, p.predicate_sql, p.recheck_sql)
     INTO deleted
     USING jsonb_ttl_internal._ttl_cutoff(pg_catalog.now(), p.expire_after), max_rows;
     RETURN deleted;
