@@ -84,6 +84,15 @@ SELECT id FROM sessions ORDER BY id;
 SELECT row_ttl_path IS NULL AS row_ttl_removed FROM ttl_index_alter('sessions', row_ttl_path => '');
 SELECT indexname FROM pg_indexes WHERE tablename = 'sessions' ORDER BY 1;
 
+-- hostile names: every name reaches SQL through format('%I'), %L or regclass
+CREATE TABLE "we""ird; name" ("my doc" jsonb, "x"")--" int);
+SELECT index_name, column_name, path FROM ttl_index_create('"we""ird; name"', '"my doc"."a.b"."it''s"', 0);
+SELECT indexdef FROM pg_indexes WHERE tablename = 'we"ird; name';
+INSERT INTO "we""ird; name" VALUES ('{"a.b": {"it''s": "2001-01-01"}}', 1), ('{"a.b": {"it''s": "2999-01-01"}}', 2);
+SELECT ttl_expire_now('"we""ird; name"') AS removed;
+SELECT "x"")--" FROM "we""ird; name";
+SELECT ttl_index_drop('"we""ird; name"');
+
 -- argument errors: SQLSTATE and HINT
 SELECT ttl_index_create(NULL, 'at', 1);
 SELECT ttl_index_create('sessions', 'at', -1);
