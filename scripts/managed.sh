@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The SQL edition of jsonb_ttl, for managed services (issue 48): built from managed/*.sql, tested
 # on real clusters that preload only pg_cron (and pg_tle for the pg_tle form), every call made by
-# roles that are not superusers.
+# roles that are not superusers. managed/README.md says what each test shows.
 #   scripts/managed.sh build    build/managed/jsonb_ttl.sql (psql -f) and
 #                               build/managed/jsonb_ttl_pgtle.sql (pg_tle), both carrying the version
-#   scripts/managed.sh test     build, then every test of tests/managed (installs what is missing)
-#   scripts/managed.sh test-conformance | test-cluster | test-pgtle   one of them
-# Clusters: PostgreSQL 15 (Debian's /usr/lib/postgresql/15), run as the postgres user on a Unix
-# socket in a temporary folder and a free loopback port, stopped at the end. The pg_tle form is
-# tested on a copy of that installation under its own prefix (MANAGED_PG_PREFIX, default
-# /var/cache/jsonb_ttl/managed/pg15), where jsonb_ttl's own control file is never installed
-# (pg_tle refuses an extension whose control file is on disk).
+#   scripts/managed.sh test     build, then the tests below (installs what is missing);
+#                               MANAGED_MAJORS="16 17 18" for more majors than 16 (17 and 18 are
+#                               built from source once, about 10 minutes each)
+#   scripts/managed.sh test-conformance | test-cluster | test-pgtle | test-16 | test-17 | test-18
+# Clusters run as the postgres user on a Unix socket in a temporary folder and a free loopback
+# port, and are stopped at the end. PostgreSQL 15 is Debian's /usr/lib/postgresql/15 with
+# Debian's pg_cron; the pg_tle form is tested on a copy of that installation under its own prefix
+# (MANAGED_PG_PREFIX, default /var/cache/jsonb_ttl/managed/pg15), where jsonb_ttl's own control
+# file is never installed (pg_tle refuses an extension whose control file is on disk); 16, 17 and
+# 18 are installations of their own under MANAGED_CACHE (default /var/cache/jsonb_ttl/managed).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -397,10 +400,53 @@ PY
   echo "$bindir"
 }
 
-# On PostgreSQL 16: the conformance test, both forms and their cluster tests, without pg_cron.
-test_pg16() {
-  local db=managed bindir cases=$OUT/conformance.tsv
-  bindir=$(setup_pg16)
+# PostgreSQL 17 or 18 of its own, built from the sources scripts/pg-server.sh takes (17.11 from
+# the Debian archive's pool, 18 by apt-get source from sid), under MANAGED_CACHE, one make job at
+# nice 19 (about 10 minutes, once); pg_tle built into it.
+setup_pg_source() {  # setup_pg_source MAJOR: prints its bindir
+  local major=$1 dir=${MANAGED_CACHE:-/var/cache/jsonb_ttl/managed}/pg$1 src tarball
+  if [ ! -x "$dir/install/bin/postgres" ]; then
+    need bison flex libreadline-dev zlib1g-dev curl bzip2 dpkg-dev
+    rm -rf "$dir" && mkdir -p "$dir/src"
+    case "$major" in
+      17) curl -fsS -o "$dir/postgresql-17.tar.bz2" \
+            "$("$ROOT/scripts/debian-mirror.sh")/pool/main/p/postgresql-17/postgresql-17_17.11.orig.tar.bz2"
+          tarball=$dir/postgresql-17.tar.bz2 ;;
+      18) [ -f /etc/apt/sources.list.d/jsonb_ttl-pg-src.sources ] || "$ROOT/scripts/pg-server.sh" --deps 18 >&2
+          (cd "$dir" && apt-get source -q --download-only postgresql-18 >/dev/null 2>&1)
+          tarball=$(ls "$dir"/postgresql-18_*.orig.tar.bz2 | head -1) ;;
+    esac
+    tar xjf "$tarball" -C "$dir/src"
+    src=$(find "$dir/src" -maxdepth 1 -mindepth 1 -type d | head -1)
+    log "building PostgreSQL $major into $dir/install (one job, nice 19: about 10 minutes, once)"
+    (unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES && cd "$src" \
+       && nice -n 19 ./configure --prefix="$dir/install" --without-icu >"$dir/configure.log" 2>&1 \
+       && nice -n 19 make -s >"$dir/make.log" 2>&1 && make -s install >"$dir/install.log" 2>&1) \
+      || { log "PostgreSQL $major build failed, see $dir/*.log"; exit 1; }
+    rm -rf "$dir/src" "$dir"/postgresql-*
+  fi
+  if [ ! -f "$dir/.pgtle-built" ]; then
+    src=$(mktemp -d)
+    tar -C "$src" -xzf "$PGTLE_TARBALL"
+    (cd "$src"/pg_tle-* && unset MAKELEVEL MAKEFLAGS MFLAGS && nice -n 19 make -s PG_CONFIG="$dir/install/bin/pg_config" >"$src/make.log" 2>&1 \
+       && make -s install PG_CONFIG="$dir/install/bin/pg_config" >>"$src/make.log" 2>&1) \
+      || { cat "$src/make.log" >&2; log "pg_tle build for $major failed"; exit 1; }
+    rm -rf "$src"
+    touch "$dir/.pgtle-built"
+  fi
+  chmod -R a+rX "$dir"
+  echo "$dir/install/bin"
+}
+
+# On PostgreSQL MAJOR (16, 17, 18): the conformance test, the Rust edition's golden files, both
+# forms and their cluster tests, without pg_cron (nothing packages it for them here).
+test_major() {
+  local major=$1 db=managed bindir cases=$OUT/conformance.tsv
+  case "$major" in
+    16) bindir=$(setup_pg16) ;;
+    17|18) bindir=$(setup_pg_source "$major") ;;
+    *) log "no PostgreSQL $major here (16, 17 or 18)"; exit 2 ;;
+  esac
   [ -s "$cases" ] || { log "run scripts/managed.sh test-conformance first (it writes $cases)"; exit 1; }
   start_cluster "$bindir" pg_tle
   make_roles $db
@@ -416,7 +462,7 @@ test_pg16() {
   make_roles $db
   psql_as postgres -d $db -c "CREATE EXTENSION pg_tle" -c "GRANT pgtle_admin TO ttl_admin"
   install_as_readme jsonb_ttl_pgtle.sql ttl_admin $db
-  check "PostgreSQL 16: CREATE EXTENSION jsonb_ttl through pg_tle" "$(version)" \
+  check "PostgreSQL $major: CREATE EXTENSION jsonb_ttl through pg_tle" "$(version)" \
     "$(q app_a $db "SELECT extversion FROM pg_extension WHERE extname = 'jsonb_ttl'")"
   golden api app_a $db
   golden purge app_a $db
@@ -476,16 +522,17 @@ build) build ;;
 test-conformance) deps; build; test_conformance ;;
 test-cluster) deps; build; test_cluster ;;
 test-pgtle) deps; build; test_pgtle ;;
-test-16) deps; build; test_pg16 ;;
+test-16|test-17|test-18) deps; build; test_major "${cmd#test-}" ;;
 test)
   deps; build
   test_conformance
   test_cluster
   test_pgtle
-  test_pg16
+  for major in ${MANAGED_MAJORS:-16}; do test_major "$major"; done
   [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
   log "all passed"
   ;;
-*) echo "usage: $0 build|test|test-conformance|test-cluster|test-pgtle|test-16" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|test-conformance|test-cluster|test-pgtle|test-16|test-17|test-18" >&2; exit 2 ;;
 esac
 [ "$FAILED" = 0 ] || { log "$FAILED failed"; exit 1; }
+[ "$cmd" = build ] || [ "$cmd" = test ] || log "passed"
