@@ -74,6 +74,7 @@ CREATE TABLE jsonb_ttl_internal.ttl_state (
     oldest_expired    timestamptz,           -- the oldest expired point in time left then
     backlog_counted   boolean     NOT NULL DEFAULT false,  -- the brake counted this backlog already
     skipped           text,
+    set_aside         tid[]       NOT NULL DEFAULT '{}',  -- expired rows a DELETE fails on (a trigger raises, a key restricts)
     PRIMARY KEY (table_oid, part)
 );
 COMMENT ON TABLE jsonb_ttl_internal.ttl_state IS 'jsonb_ttl: what ttl_purge() did, per part of each TTL index. Read it through ttl_stats.';
@@ -187,7 +188,7 @@ SELECT s.table_oid                          AS table_name,
        s.table_oid                          AS ttl_table,
        CASE WHEN t.paused_at IS NOT NULL THEN 'paused by ' OPERATOR(pg_catalog.||) t.paused_by
             ELSE s.skipped END              AS skipped,
-       0::pg_catalog.int8                   AS rows_undeletable,
+       pg_catalog.cardinality(s.set_aside)::pg_catalog.int8 AS rows_undeletable,
        s.last_success_at,
        s.last_run_ms,
        s.backlog,

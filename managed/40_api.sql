@@ -199,7 +199,7 @@ BEGIN
             UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = built WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
         END IF;
         INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part) VALUES (tbl, p.part)
-        ON CONFLICT (table_oid, part) DO UPDATE SET backlog_counted = false;
+        ON CONFLICT (table_oid, part) DO UPDATE SET backlog_counted = false, set_aside = '{}';
     END LOOP;
     DELETE FROM jsonb_ttl_internal.ttl_state s
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl
@@ -547,7 +547,7 @@ BEGIN
     END IF;
     -- what the changed definition expires, counted once: held past the brake's fraction
     IF expire_after IS NOT NULL OR rebuild THEN
-        UPDATE jsonb_ttl_internal.ttl_state s SET backlog_counted = false WHERE s.table_oid OPERATOR(pg_catalog.=) tbl;
+        UPDATE jsonb_ttl_internal.ttl_state s SET backlog_counted = false, set_aside = '{}' WHERE s.table_oid OPERATOR(pg_catalog.=) tbl;
         PERFORM jsonb_ttl_internal._ttl_hold_backlog(tbl, 'after ttl_index_alter');
     END IF;
     RETURN jsonb_ttl_internal._ttl_index_info(tbl, false, NULL);
@@ -642,6 +642,9 @@ AS $$
 DECLARE
     t jsonb_ttl_internal.ttl_index := jsonb_ttl_internal._ttl_lock_definition(tbl);
 BEGIN
+    -- the rows set aside are tried again (their cause may be mended)
+    UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = '{}'
+    WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.set_aside OPERATOR(pg_catalog.<>) '{}';
     IF t.paused_at IS NULL THEN
         RETURN false;
     END IF;
@@ -653,7 +656,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION jsonb_ttl.ttl_index_resume(regclass) IS
-  'Lifts a pause of the TTL index of a table (by the safety brake, or by hand); the brake holds again once ttl_purge() has drained the table.';
+  'Lifts a pause of the TTL index of a table (by the safety brake, or by hand), and has the rows set aside tried again; the brake holds again once ttl_purge() has drained the table.';
 
 CREATE FUNCTION jsonb_ttl.ttl_expire_preview(tbl regclass, at timestamptz DEFAULT now())
 RETURNS TABLE (rows bigint, oldest timestamptz, newest timestamptz)

@@ -28,8 +28,11 @@ $$;
 -- One batch of a part of a table's TTL index, in the caller's transaction, under the definition
 -- committed when it starts (its catalog row is read FOR SHARE: an alter, pause or drop under way
 -- is waited for, at most lock_timeout). Every lock it waits for, it waits at most lock_timeout
--- (55P03 then). Returns the rows deleted, or NULL when the TTL index is paused or gone.
-CREATE FUNCTION jsonb_ttl_internal._ttl_delete_batch(tbl regclass, part text, max_rows bigint, lock_timeout text)
+-- (55P03 then). Rows in set_aside are left. Deferred constraints are checked at the DELETE, not at
+-- the COMMIT, so that a row they refuse fails the batch where the purge can catch it. Returns the
+-- rows deleted, or NULL when the TTL index is paused or gone.
+CREATE FUNCTION jsonb_ttl_internal._ttl_delete_batch(tbl regclass, part text, max_rows bigint, lock_timeout text,
+                                                     set_aside tid[] DEFAULT '{}')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -50,15 +53,61 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
+    SET CONSTRAINTS ALL IMMEDIATE;
     EXECUTE pg_catalog.format(
         'WITH gone AS (DELETE FROM %1$s WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
-        'SELECT ctid FROM %1$s WHERE %2$s OPERATOR(pg_catalog.<) $1 AND %3$s ORDER BY %2$s LIMIT $2 FOR UPDATE SKIP LOCKED)) '
+        'SELECT ctid FROM %1$s WHERE %2$s OPERATOR(pg_catalog.<) $1 AND %3$s AND ctid OPERATOR(pg_catalog.<>) ALL ($3) '
+        'ORDER BY %2$s LIMIT $2 FOR UPDATE SKIP LOCKED)) '
         'AND %2$s OPERATOR(pg_catalog.<) $1 AND %4$s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
         tbl, p.key_sql, p.predicate_sql, p.recheck_sql)
     INTO deleted
-    USING jsonb_ttl_internal._ttl_cutoff(pg_catalog.now(), p.expire_after), max_rows;
+    USING jsonb_ttl_internal._ttl_cutoff(pg_catalog.now(), p.expire_after), max_rows, coalesce(set_aside, '{}');
     RETURN deleted;
 END
+$$;
+
+-- A batch of one row failed: that row (the first expired one not set aside yet, in the order
+-- batches take them) is set aside, so that it no longer keeps the rows after it from going.
+-- Returns whether there was one to set aside.
+CREATE FUNCTION jsonb_ttl_internal._ttl_set_aside(tbl regclass, part text, lock_timeout text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p record;
+    aside tid[];
+    row_id tid;
+BEGIN
+    PERFORM pg_catalog.set_config('lock_timeout', lock_timeout, true);  -- until this function returns
+    SELECT * INTO p FROM jsonb_ttl_internal._ttl_parts(tbl) x WHERE x.part OPERATOR(pg_catalog.=) _ttl_set_aside.part;
+    SELECT s.set_aside INTO aside FROM jsonb_ttl_internal.ttl_state s
+    WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_set_aside.part FOR UPDATE;
+    IF p IS NULL OR aside IS NULL THEN
+        RETURN false;
+    END IF;
+    EXECUTE pg_catalog.format(
+        'SELECT ctid FROM %1$s WHERE %2$s OPERATOR(pg_catalog.<) $1 AND %3$s AND ctid OPERATOR(pg_catalog.<>) ALL ($2) '
+        'ORDER BY %2$s LIMIT 1 FOR UPDATE SKIP LOCKED', tbl, p.key_sql, p.predicate_sql)
+    INTO row_id
+    USING jsonb_ttl_internal._ttl_cutoff(pg_catalog.now(), p.expire_after), aside;
+    IF row_id IS NULL THEN
+        RETURN false;
+    END IF;
+    UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = s.set_aside OPERATOR(pg_catalog.||) row_id
+    WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_set_aside.part;
+    RETURN true;
+END
+$$;
+
+-- The rows set aside of a part (its statistics' set_aside), for the next batch.
+CREATE FUNCTION jsonb_ttl_internal._ttl_aside(tbl regclass, part text)
+RETURNS tid[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT s.set_aside FROM jsonb_ttl_internal.ttl_state s
+                     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_aside.part), '{}')
 $$;
 
 -- The safety brake, once for each backlog (until a run drains it, or an alter changes what
@@ -120,6 +169,8 @@ DECLARE
     left_over record;
     left_rows bigint;
     left_oldest timestamptz;
+    p record;
+    aside tid[];
 BEGIN
     PERFORM pg_catalog.set_config('lock_timeout', lock_timeout, true);  -- until this function returns
     IF NOT EXISTS (SELECT FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl) THEN
@@ -129,6 +180,13 @@ BEGIN
         left_over := jsonb_ttl_internal._ttl_count_expired(tbl, part, pg_catalog.now(), 1000000);
         left_rows := left_over.rows;
         left_oldest := left_over.oldest;
+        -- the rows set aside that are still there and expired
+        SELECT * INTO p FROM jsonb_ttl_internal._ttl_parts(tbl) x WHERE x.part OPERATOR(pg_catalog.=) _ttl_visit_end.part;
+        EXECUTE pg_catalog.format(
+            'SELECT ARRAY(SELECT ctid FROM %1$s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1) AND %2$s OPERATOR(pg_catalog.<) $2 AND %3$s)',
+            tbl, p.key_sql, p.predicate_sql)
+        INTO aside
+        USING jsonb_ttl_internal._ttl_aside(tbl, part), jsonb_ttl_internal._ttl_cutoff(pg_catalog.now(), p.expire_after);
     EXCEPTION WHEN OTHERS THEN
         NULL;   -- (a lock not had: not known)
     END;
@@ -146,6 +204,7 @@ BEGIN
         backlog = left_rows,
         oldest_expired = left_oldest,
         skipped = _ttl_visit_end.skipped,
+        set_aside = coalesce(aside, s.set_aside),
         -- drained: the next backlog is counted again by the brake
         backlog_counted = s.backlog_counted AND coalesce(left_rows, 1) OPERATOR(pg_catalog.>) 0
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_visit_end.part;
@@ -241,6 +300,9 @@ DECLARE
     got bigint;
     table_deleted bigint;
     part_deleted bigint;
+    failed text;
+    last_failure text;
+    set_asides integer;
     total bigint := 0;
     limit_hit boolean;
     error text;
@@ -271,6 +333,8 @@ BEGIN
             skipped := NULL;
             got := 0;
             part_deleted := 0;
+            set_asides := 0;
+            last_failure := NULL;
             BEGIN
                 IF jsonb_ttl_internal._ttl_paused(tbl) THEN
                     skipped := 'paused';
@@ -296,17 +360,44 @@ BEGIN
                 END IF;
                 want := LEAST(n, max_total_removes OPERATOR(pg_catalog.-) total, max_table_removes OPERATOR(pg_catalog.-) table_deleted);
                 batch_started := pg_catalog.clock_timestamp();
+                failed := NULL;
                 BEGIN
-                    got := jsonb_ttl_internal._ttl_delete_batch(tbl, part, want, lock_wait);
+                    got := jsonb_ttl_internal._ttl_delete_batch(tbl, part, want, lock_wait,
+                                                                jsonb_ttl_internal._ttl_aside(tbl, part));
                 EXCEPTION
                     WHEN lock_not_available THEN
                         error := 'a lock was not had within lock_timeout (' OPERATOR(pg_catalog.||) lock_wait OPERATOR(pg_catalog.||) '): ' OPERATOR(pg_catalog.||) SQLERRM;
                     WHEN OTHERS THEN
-                        error := SQLERRM;
+                        failed := SQLERRM;
                 END;
                 COMMIT;
                 PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
                 EXIT WHEN error IS NOT NULL;
+                IF failed IS NOT NULL THEN
+                    -- a row the DELETE fails on (a trigger raises, a key restricts): smaller
+                    -- batches until it is alone, then it is set aside and the rest go on
+                    last_failure := failed;
+                    IF want OPERATOR(pg_catalog.>) 1 THEN
+                        n := GREATEST(want OPERATOR(pg_catalog./) 8, 1);
+                        CONTINUE;
+                    END IF;
+                    set_asides := set_asides OPERATOR(pg_catalog.+) 1;
+                    IF set_asides OPERATOR(pg_catalog.>) 100 THEN
+                        error := 'more than 100 rows set aside in one visit, the last: ' OPERATOR(pg_catalog.||) failed;
+                        EXIT;
+                    END IF;
+                    BEGIN
+                        IF NOT jsonb_ttl_internal._ttl_set_aside(tbl, part, lock_wait) THEN
+                            error := failed;
+                        END IF;
+                    EXCEPTION WHEN OTHERS THEN
+                        error := failed;
+                    END;
+                    COMMIT;
+                    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                    EXIT WHEN error IS NOT NULL;
+                    CONTINUE;
+                END IF;
                 IF got IS NULL THEN
                     skipped := 'paused';   -- paused (or dropped) since the run began
                     EXIT;
@@ -323,6 +414,13 @@ BEGIN
                     n := GREATEST(n OPERATOR(pg_catalog./) 2, 10);
                 END IF;
             END LOOP;
+            IF set_asides OPERATOR(pg_catalog.>) 0 AND error IS NULL THEN
+                error := pg_catalog.format('%s row(s) set aside: %s', set_asides, last_failure);
+                RAISE WARNING 'jsonb_ttl: % row(s) of % set aside, the rest purged: %', set_asides, tbl, last_failure
+                    USING HINT = 'ttl_stats.rows_undeletable counts them; once their cause is mended, ttl_index_resume() has them tried again.';
+            ELSIF error IS NOT NULL THEN
+                RAISE WARNING 'jsonb_ttl: % was not purged: %', tbl, error;
+            END IF;
             BEGIN
                 PERFORM jsonb_ttl_internal._ttl_visit_end(tbl, part, part_deleted, limit_hit, error, started, skipped, lock_wait);
             EXCEPTION WHEN OTHERS THEN
@@ -330,9 +428,6 @@ BEGIN
             END;
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-            IF error IS NOT NULL THEN
-                RAISE WARNING 'jsonb_ttl: % was not purged: %', tbl, error;
-            END IF;
             EXIT each_table WHEN total OPERATOR(pg_catalog.>=) max_total_removes
                               OR pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) deadline;
         END LOOP;
