@@ -107,6 +107,17 @@ CALL ttl_purge();
 SELECT count(*) AS guarded_left, (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'guarded'::regclass)
 FROM guarded;
 
+-- a deferred foreign key (Django's DEFERRABLE INITIALLY DEFERRED) is checked at the DELETE, not at
+-- the COMMIT, where it would end the whole run: the row it refuses is set aside
+CREATE TABLE parents (id int PRIMARY KEY, doc jsonb);
+CREATE TABLE children (id int, parent_id int REFERENCES parents DEFERRABLE INITIALLY DEFERRED);
+SELECT index_name FROM ttl_index_create('parents', 'at', 0);
+INSERT INTO parents SELECT i, jsonb_build_object('at', 1000 + i) FROM generate_series(1, 5) i;
+INSERT INTO children VALUES (1, 3);
+CALL ttl_purge();
+SELECT string_agg(id::text, ',') AS parents_left FROM parents;
+SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'parents'::regclass;
+
 -- an expired row for the next tests (tests/managed/sql/security.sql): app_b may read and delete
 -- the table's rows, but does not own it
 INSERT INTO logs (doc) VALUES ('{"at": 1000}');
