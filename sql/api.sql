@@ -795,7 +795,7 @@ COMMENT ON COLUMN ttl_stats.part IS 'For a table with a per-row TTL: expire_afte
 
 -- What each internal object is (\df+ jsonb_ttl_internal.*): every object of the extension says
 -- what it is for; docs/security.md lists the internals executable by PUBLIC, and why.
-COMMENT ON TYPE ttl_index_info IS 'jsonb_ttl: the row ttl_index_create and ttl_index_alter return: the TTL index as it is now.';
+COMMENT ON TYPE @extschema@.ttl_index_info IS 'jsonb_ttl: the row ttl_index_create and ttl_index_alter return: the TTL index as it is now.';
 COMMENT ON EVENT TRIGGER jsonb_ttl_sql_drop IS 'jsonb_ttl: a dropped TTL table, index, column or archive leaves the catalog (_ttl_on_sql_drop).';
 COMMENT ON EVENT TRIGGER jsonb_ttl_ddl_command_end IS 'jsonb_ttl: records the OID of an index of a TTL index, follows renames (_ttl_on_ddl_command_end).';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_on_sql_drop() IS 'jsonb_ttl: the sql_drop event trigger''s function. Not for calling.';
@@ -803,7 +803,7 @@ COMMENT ON FUNCTION jsonb_ttl_internal._ttl_on_ddl_command_end() IS 'jsonb_ttl: 
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_citus_receive(jsonb) IS 'jsonb_ttl: a Citus worker node takes the TTL indexes of distributed tables handed on by the coordinator''s worker. Superuser only.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_local(oid, bigint) IS 'jsonb_ttl: ttl_expire_now on this node only (a Citus coordinator calls it on each worker node as the caller). For the table''s owner.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_now(oid, bigint) IS 'jsonb_ttl: behind ttl_expire_now(). For the table''s owner.';
-COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_preview(oid, timestamptz) IS 'jsonb_ttl: behind ttl_expire_preview(); reads the table as the caller.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_expire_preview(oid, timestamptz) IS 'jsonb_ttl: behind ttl_expire_preview(); reads the table as the caller (a filtered TTL index as its owner, for a caller who may read the table and to whom row security does not apply).';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_create(oid, text, interval, text, text) IS 'jsonb_ttl: behind ttl_field_create(). For the table''s owner.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_alter(oid, text, interval) IS 'jsonb_ttl: behind ttl_field_alter(). For the table''s owner.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_field_drop(oid, text) IS 'jsonb_ttl: behind ttl_field_drop(). For the table''s owner.';
@@ -831,7 +831,7 @@ COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_pause(oid, text) IS 'jsonb_ttl
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_resume(oid) IS 'jsonb_ttl: behind ttl_index_resume(). For the table''s owner.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_info(regclass, boolean, bigint) IS 'jsonb_ttl: the ttl_index_info row of a TTL index, as ttl_index_create and ttl_index_alter return it.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_build_sql(oid) IS 'jsonb_ttl: ttl_index_info.build_sql: the statements still to run to build a TTL index created with build => false.';
-COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_role(oid, oid) IS 'jsonb_ttl: which index of a TTL index an index is, by its expression, predicate and access method. Called by the event trigger only.';
+COMMENT ON FUNCTION jsonb_ttl_internal._ttl_index_role(oid, oid) IS 'jsonb_ttl: which index of a TTL index an index is, by its expression, predicate and access method (0.2.0''s event trigger called it). Superuser only.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_interval(text) IS 'jsonb_ttl: expire_after given as text, read as an interval, with a HINT for a typo.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_seconds(numeric) IS 'jsonb_ttl: expire_after given as a number of seconds, as an interval.';
 COMMENT ON FUNCTION jsonb_ttl_internal._ttl_invalid_argument(text, text) IS 'jsonb_ttl: raises 22023 with a HINT (for the SQL wrappers).';

@@ -51,11 +51,9 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         Some(oid) => Some(oid),
     };
     let Some(tbl) = tbl else {
-        let indexes = crate::tracking::targets(&ext, None)
-            .into_iter()
-            .filter(|index| owner::has_privileges_of(index.owner))
-            .filter(purged_unnamed)
-            .collect::<Vec<_>>();
+        let indexes = crate::tracking::targets(&ext, None, |index| {
+            owner::has_privileges_of(index.owner) && purged_unnamed(index)
+        });
         return expire_targets(&ext, &indexes, max_rows);
     };
     let table = owned_table(Some(tbl));
@@ -86,7 +84,7 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     }
     let here = expire_targets(
         &ext,
-        &crate::tracking::targets(&ext, Some(table.oid)),
+        &crate::tracking::targets(&ext, Some(table.oid), |_| true),
         max_rows,
     );
     match citus::hash_distributed(table.oid) && citus::is_coordinator() {
@@ -128,7 +126,7 @@ pub(crate) fn expire_local(tbl: Oid, max_rows: i64) -> i64 {
     }
     expire_targets(
         &ext,
-        &crate::tracking::targets(&ext, Some(table.oid)),
+        &crate::tracking::targets(&ext, Some(table.oid), |_| true),
         max_rows,
     )
 }
@@ -313,6 +311,12 @@ fn locked_definition(ext: &Extension, index: &TtlIndex) -> Interval {
     // (a row lock is a write: as the catalog's owner, which the caller may not be)
     let read = owner::as_catalog_owner(ext.owner(), || {
         catalog::read_definition(index, Lock::Wait, catalog::Statement::Text(&sql))
+    })
+    .unwrap_or_else(|e| {
+        error!(
+            "jsonb_ttl: cannot read the definition of {}: {e}",
+            index.display_name
+        )
     });
     match read
         .as_ref()

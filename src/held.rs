@@ -202,9 +202,6 @@ fn describe(index: &TtlIndex, backlog: &Backlog) -> String {
     )
 }
 
-/// The preview of `table` now and its rows counted, both as the table's owner (a superuser's
-/// `ttl_index_create` runs no owner code as a superuser, and both counts see the rows the same
-/// row security lets the worker see), the times shown in the index's zone (UTC for none).
 /// The transaction's start, `now()`, at which the backlog is counted.
 fn now() -> TimestampWithTimeZone {
     unsafe {
@@ -216,6 +213,9 @@ fn now() -> TimestampWithTimeZone {
     .unwrap_or_else(|| error!("jsonb_ttl: no transaction start"))
 }
 
+/// The preview of `table` now and its rows counted, both as the table's owner (a superuser's
+/// `ttl_index_create` runs no owner code as a superuser, and both counts see the rows the same
+/// row security lets the worker see), the times shown in the index's zone (UTC for none).
 fn measure(ext: &Extension, table: &Table, index: &TtlIndex) -> Backlog {
     owner::as_table_owner(index.owner, &[], || measure_as_owner(ext, table, index))
 }

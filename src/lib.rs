@@ -20,7 +20,7 @@
 //! ```
 //!
 //! Below them all, the pure crate `jsonb_ttl_core` (core/: parse, path, batch_size, purge,
-//! touch, row_ttl, advice), which knows nothing of PostgreSQL.
+//! marks, btree_page, touch, row_ttl, wal_rate, advice), which knows nothing of PostgreSQL.
 
 use pgrx::prelude::*;
 

@@ -257,19 +257,49 @@ fn ttl_index_role(tbl: Oid, index: Oid) -> Option<String> {
 }
 
 /// The TTL indexes' targets of `table` (the table it was created on), or of every table
-/// ([`catalog::load`]), each Citus shard's index found by what it is ([`shard_index`]): ready
-/// when it is there. What the callers of the API purge.
-pub fn targets(ext: &Extension, table: Option<Oid>) -> Vec<TtlIndex> {
-    let mut targets = catalog::load(ext, table, catalog::Scope::Targets);
-    for target in targets.iter_mut().filter(|target| target.shard.is_some()) {
-        // (a reference that can no longer be written has no index to find: not ready)
-        target.index_oid = target
-            .reference(ext)
-            .ok()
-            .and_then(|_| shard_index(ext, target));
-        target.index_ready = target.index_oid.is_some();
-    }
+/// ([`catalog::load`]) that `keep` keeps, each Citus shard's index found by what it is
+/// ([`shard_indexes`]). What the callers of the API purge: `keep` first, so that no other
+/// tenant's shard is opened for a caller's `ttl_expire_now()`.
+pub fn targets(
+    ext: &Extension,
+    table: Option<Oid>,
+    keep: impl Fn(&TtlIndex) -> bool,
+) -> Vec<TtlIndex> {
+    let mut targets: Vec<TtlIndex> = catalog::load(ext, table, catalog::Scope::Targets)
+        .into_iter()
+        .filter(|target| keep(target))
+        .collect();
+    shard_indexes(ext, &mut targets);
     targets
+}
+
+/// Sets the index of each Citus shard among `targets` by what it is ([`shard_index`]): ready
+/// when found. The shards are seen in `pg_class` as the catalog's load sees them
+/// (`citus.override_table_visibility = off`: a client session's default hides them).
+pub fn shard_indexes(ext: &Extension, targets: &mut [TtlIndex]) {
+    if !targets.iter().any(|target| target.shard.is_some()) {
+        return;
+    }
+    crate::gucs::with_settings(&crate::citus::SHOW_SHARDS, || {
+        for target in targets.iter_mut().filter(|target| target.shard.is_some()) {
+            target.index_oid = shard_index(ext, target);
+            target.index_ready = target.index_oid.is_some();
+        }
+    })
+}
+
+/// Whether every part of `target`'s definition can be written as SQL now (a column dropped or
+/// retyped since: not), so that its indexes' shapes can be: a target that cannot has no index
+/// to find.
+fn writable(ext: &Extension, target: &TtlIndex) -> bool {
+    match target.row_ttl {
+        Some(_) => target
+            .clone()
+            .parts()
+            .iter()
+            .all(|part| part.reference(ext).is_ok()),
+        None => target.reference(ext).is_ok(),
+    }
 }
 
 /// The TTL index of the Citus shard target `target` (a shard of a hash-distributed table, held
@@ -283,6 +313,9 @@ pub fn shard_index(ext: &Extension, target: &TtlIndex) -> Option<Oid> {
         catalog::Part::OwnTtl => "row_ttl_index_name",
         _ => "index_name",
     };
+    if !writable(ext, target) {
+        return None;
+    }
     let shard = target.table;
     let candidates: Vec<Oid> = Spi::connect(|client| {
         client
@@ -392,8 +425,8 @@ fn find_field_index(ext: &Extension, target: &mut TtlIndex, wait: bool) -> bool 
 }
 
 /// The valid, ready index of `table` that is the index of a field TTL with these expressions,
-/// by what it is ([`build::matching_index`]): the one named `name` first, else the
-/// lowest OID.
+/// by what it is ([`build::matching_index`]): the one named `name` first, else the first by
+/// name.
 pub fn field_index_on(table: Oid, expression: &str, predicate: &str, name: &str) -> Option<Oid> {
     build::matching_index(table, expression, predicate, Some(name)).map(|(oid, _)| oid)
 }

@@ -82,8 +82,12 @@ pub enum Statement<'a> {
 
 /// Reads the definition of `index` with `statement` (built by [`definition_sql`] for it with
 /// `lock`), in an SPI connection of its own: `None` when it is gone or (`Lock::SkipLocked`) a
-/// change holds it.
-pub fn read_definition(index: &TtlIndex, lock: Lock, statement: Statement) -> Option<Definition> {
+/// change holds it; an error when the catalog cannot be read.
+pub fn read_definition(
+    index: &TtlIndex,
+    lock: Lock,
+    statement: Statement,
+) -> Result<Option<Definition>, pgrx::spi::SpiError> {
     let mut args = vec![index.root.into()];
     if let Some(field) = &index.field {
         args.push(field.id.into());
@@ -100,7 +104,7 @@ pub fn read_definition(index: &TtlIndex, lock: Lock, statement: Statement) -> Op
                 })
             }),
     };
-    let found = match (lock, statement) {
+    match (lock, statement) {
         // read-only: no transaction ID, no WAL
         (Lock::No, Statement::Text(sql)) => {
             Spi::connect(|client| read(client.select(sql, Some(1), &args)?))
@@ -115,8 +119,7 @@ pub fn read_definition(index: &TtlIndex, lock: Lock, statement: Statement) -> Op
         (_, Statement::Prepared(prepared)) => {
             Spi::connect_mut(|client| read(client.update(prepared, Some(1), &args)?))
         }
-    };
-    found.unwrap_or_else(|e: pgrx::spi::SpiError| error!("cannot read the TTL catalog: {e}"))
+    }
 }
 
 /// Whether the catalog row of `index` is still the version it was loaded from, locked now
@@ -127,6 +130,9 @@ pub fn definition_holds(index: &TtlIndex) -> bool {
         return false;
     };
     let sql = definition_sql(&ext, index.field.is_some(), Lock::SkipLocked);
+    // (an error reading it: not held, as a change would be)
     read_definition(index, Lock::SkipLocked, Statement::Text(&sql))
+        .ok()
+        .flatten()
         .is_some_and(|definition| definition.version == index.version)
 }

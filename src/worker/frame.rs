@@ -139,5 +139,6 @@ impl Frame {
             false => Lock::No,
         };
         catalog::read_definition(index, lock, Statement::Prepared(lookup))
+            .unwrap_or_else(|e| pgrx::error!("cannot read the TTL catalog: {e}"))
     }
 }

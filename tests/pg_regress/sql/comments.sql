@@ -39,10 +39,15 @@ ORDER BY 1;
 -- Every member of the extension, in its own schema or among the internals (functions, tables,
 -- views, types, event triggers, the schema itself), says what it is for: none without a
 -- comment. (docs/security.md lists the internals executable by PUBLIC; acl.out shows them.)
+-- (A table's or view's row type and an array type are implied by what they belong to; since
+-- PostgreSQL 17 they are members of the extension too.)
 SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS member_without_comment
 FROM pg_depend d JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'jsonb_ttl'
 WHERE d.deptype = 'e'
   AND obj_description(d.objid, (SELECT c.relname FROM pg_class c WHERE c.oid = d.classid)) IS NULL
+  AND NOT EXISTS (SELECT FROM pg_type t LEFT JOIN pg_class r ON r.oid = t.typrelid
+                  WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
+                    AND (t.typcategory = 'A' OR r.relkind IN ('r', 'v', 'p')))
 ORDER BY 1;
 
 -- The internals' comments, as a reference
