@@ -360,6 +360,14 @@ expect_eq "none left" 0 "$(qc -c "SELECT count(*) FROM events WHERE id > 500000 
 for node in w1 w2 w3; do
   expect_eq "none left on $node's placements" 0 "$(placement_count "$node" events "id > 500000 AND id <= 501000")"
 done
+# ttl_expire_now('events') called in a client session of a worker node itself, where Citus
+# hides the shards from pg_class: its shards' TTL indexes are found by their shape all the same
+qc -c "INSERT INTO events SELECT g, jsonb_build_object('ts', now() - interval '2 days') FROM generate_series(501001, 502000) g"
+on_w1=$(placement_count w1 events "id > 501000 AND id <= 502000")
+expect_eq "ttl_expire_now('events') in a client session of w1 removes w1's $on_w1 of them" "$on_w1" \
+  "$(qw1 -c "SELECT ttl_expire_now('events')" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "none left on w1's placements" 0 "$(placement_count w1 events "id > 501000 AND id <= 502000")"
+qc -c "DELETE FROM events WHERE id > 501000 AND id <= 502000" >/dev/null
 for node in "${CITUS_NODES[@]}"; do
   qn "$node" "$CITUS_DB" -c "ALTER SYSTEM RESET jsonb_ttl.enabled" -c "SELECT pg_reload_conf()" >/dev/null
 done
