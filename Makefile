@@ -191,3 +191,9 @@ managed:
 
 test-managed:
 	@scripts/managed.sh test
+
+## make bench-managed: the SQL edition (managed/) side by side with the Rust edition and the plain
+## pg_cron DELETE, on one PostgreSQL 15 cluster (bench/managed.sh, about 11 minutes on 2 cores).
+.PHONY: bench-managed
+bench-managed: deps install-release
+	bench/managed.sh
