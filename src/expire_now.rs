@@ -51,7 +51,7 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
         Some(oid) => Some(oid),
     };
     let Some(tbl) = tbl else {
-        let indexes = crate::tracking::targets(&ext, None, |index| {
+        let indexes = crate::shard_targets::targets(&ext, None, |index| {
             owner::has_privileges_of(index.owner) && purged_unnamed(index)
         });
         return expire_targets(&ext, &indexes, max_rows);
@@ -84,7 +84,7 @@ pub(crate) fn expire_now(tbl: Option<Oid>, max_rows: Option<i64>) -> i64 {
     }
     let here = expire_targets(
         &ext,
-        &crate::tracking::targets(&ext, Some(table.oid), |_| true),
+        &crate::shard_targets::targets(&ext, Some(table.oid), |_| true),
         max_rows,
     );
     match citus::hash_distributed(table.oid) && citus::is_coordinator() {
@@ -126,7 +126,7 @@ pub(crate) fn expire_local(tbl: Oid, max_rows: i64) -> i64 {
     }
     expire_targets(
         &ext,
-        &crate::tracking::targets(&ext, Some(table.oid), |_| true),
+        &crate::shard_targets::targets(&ext, Some(table.oid), |_| true),
         max_rows,
     )
 }

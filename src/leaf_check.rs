@@ -5,7 +5,7 @@
 //! evaluates the index expression, nor anything else of the table's owner, so it runs as the
 //! worker. No entry before the cutoff means nothing is expired: the index is the TTL index
 //! itself, recorded by OID as ours by its expression and predicate ([`crate::tracking`]; a
-//! Citus shard's copy found by them, [`crate::tracking::shard_index`]), so
+//! Citus shard's copy found by them, [`crate::shard_targets::shard_index`]), so
 //! every row the probe could find has an entry keyed on its reference time. An entry (alive
 //! or dead: the heap is not read) sends the table to the SQL probe, as before.
 //!

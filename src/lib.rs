@@ -10,7 +10,7 @@
 //! the work      create alter expire_now preview field/ worker/ launcher/
 //! a batch       batch_frame
 //! the options   spec advise held hide touch tracking partitions brake controls origin
-//!               archive/ field_dates citus_sync
+//!               shard_targets archive/ field_dates citus_sync
 //! statements    deleter/ build filter/ table
 //! the catalog   catalog/
 //! SQL text      reference row_ttl functions zone
@@ -72,6 +72,7 @@ pub mod read;
 pub mod reference;
 pub mod registry;
 pub mod row_ttl;
+pub mod shard_targets;
 pub mod spec;
 pub mod stats;
 pub mod syscache;

@@ -45,7 +45,7 @@ fn index_ready_sql(name: &str) -> String {
 /// index that is ours by its expression, predicate and access method, never by its name alone
 /// (an unrelated index under the TTL index's name is not it). A Citus shard, whose indexes
 /// are not recorded, is not ready here: its index is found by its shape above the catalog
-/// ([`crate::tracking::targets`], [`crate::tracking::shard_index`]). Only a database still at
+/// ([`crate::shard_targets::targets`], [`crate::shard_targets::shard_index`]). Only a database still at
 /// an older version's SQL, which records no OIDs, goes by the name (`name`, see
 /// [`index_ready_sql`]).
 fn ready_sql(ext: &Extension, recorded: &str, name: &str) -> String {

@@ -73,7 +73,7 @@ pub struct TtlIndex {
     pub logical_message: bool,
     /// The OID of the TTL index on `table`, when it is recorded as ours by its expression and
     /// predicate ([`crate::tracking`]), valid and ready (for a Citus shard, the worker finds
-    /// the shard's copy by its expression and predicate: [`crate::tracking::shard_index`]):
+    /// the shard's copy by its expression and predicate: [`crate::shard_targets::shard_index`]):
     /// for a target with a TTL of its own, the per-row index. The worker reads it directly
     /// ([`crate::leaf_check`]).
     pub index_oid: Option<Oid>,

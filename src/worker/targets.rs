@@ -53,7 +53,7 @@ pub(super) struct Kept {
     tables: Vec<Oid>,
     digest: Option<Vec<(u64, u64)>>,
     indexes: Vec<TtlIndex>,
-    /// Under Citus, the TTL index found on each shard held here (see [`tracking::shard_index`]), kept
+    /// Under Citus, the TTL index found on each shard held here (see [`crate::shard_targets::shard_index`]), kept
     /// while no relation changes.
     shard_indexes: ShardIndexes,
 }
@@ -184,7 +184,7 @@ fn load(ext: &Extension, mut shard_indexes: ShardIndexes) -> Kept {
             let key = (index.table, index.part, index.version.clone());
             let shard_index = *shard_indexes
                 .entry(key.clone())
-                .or_insert_with(|| tracking::shard_index(ext, index));
+                .or_insert_with(|| crate::shard_targets::shard_index(ext, index));
             found.insert(key, shard_index);
             index.index_oid = shard_index;
         }
