@@ -1,6 +1,8 @@
-//! The catalog of TTL indexes (`ttl_index`, see sql/catalog.sql): loading the TTL indexes of
-//! a database as the worker and the API see them ([`TtlIndex`], in [`ttl_index`]), and the
-//! lookups of the system catalogs they need. Every name that reaches SQL text is quoted here.
+//! The catalog of TTL indexes (`ttl_index` and `ttl_field`, see sql/catalog.sql), as data:
+//! loading the TTL indexes and field TTLs of a database as the worker and the API see them
+//! ([`TtlIndex`], in [`ttl_index`]; [`load`], [`load_fields`]), the one read of a definition
+//! ([`read_definition`]), and the lookups of the system catalogs they need. It knows nothing of
+//! statements, archives or filters' SQL: those are built above it, in [`crate::deleter`].
 
 mod load;
 pub(crate) use load::{target_of_row, targets_sql};

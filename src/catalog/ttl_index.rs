@@ -1,5 +1,5 @@
-//! A TTL index as the worker and the API see it ([`TtlIndex`]): its table, its parts, its
-//! options, and the SQL conditions of its statements (built on [`crate::reference`]).
+//! A TTL index as the worker and the API see it ([`TtlIndex`]): its table, its parts and its
+//! options, as data (the SQL of its conditions is [`crate::deleter`]'s).
 
 use crate::error::raise;
 use jsonb_ttl_core::parse::NumericUnit;
