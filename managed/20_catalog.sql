@@ -35,8 +35,10 @@ CREATE TABLE jsonb_ttl_internal.ttl_index (
     row_ttl_attnum smallint,
     row_ttl_kind   text,
     row_ttl_json_path text[],
-    index_oid      oid         NOT NULL,   -- the TTL index (followed by OID, never by name)
+    index_oid      oid         NOT NULL,   -- the TTL index (followed by OID, never by name; 0: none yet)
+    index_shape    text,                   -- its key and predicate as written back: found by it after a restore
     row_ttl_index_oid oid,                 -- the index of the rows with a TTL of their own
+    row_ttl_index_shape text,
     batch_size     integer     CHECK (batch_size OPERATOR(pg_catalog.>) 0),
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     paused_at      timestamptz,            -- NULL: not paused
@@ -140,6 +142,46 @@ AS $$
       AND NOT a.attisdropped
 $$;
 
+-- An index's shape: its columns, key and predicate as the catalog keeps them (pg_index's node
+-- trees, which name columns by number: a rename leaves them), less what a restore changes (the
+-- places in the text, and OIDs of 5 digits or more: those of objects made after initdb, such as
+-- this edition's functions). A restore (pg_dump) gives every index a new OID, and the catalog's
+-- rows come back with the dumped database's OIDs: the shape finds the TTL index again, by what
+-- it is rather than by its name. Read from the catalog alone: pg_get_indexdef() and
+-- pg_get_expr() would wait for a lock on the table.
+CREATE FUNCTION jsonb_ttl_internal._ttl_index_shape(idx oid)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.regexp_replace(
+             pg_catalog.regexp_replace(
+               x.indkey::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) coalesce(x.indexprs::pg_catalog.text, '')
+               OPERATOR(pg_catalog.||) ' WHERE ' OPERATOR(pg_catalog.||) coalesce(x.indpred::pg_catalog.text, ''),
+               ' :location -?[0-9]+', '', 'g'),
+             '\m[0-9]{5,}\M', 'oid', 'g')
+    FROM pg_catalog.pg_index x WHERE x.indexrelid OPERATOR(pg_catalog.=) idx
+$$;
+
+-- The index of a part of a TTL index, the one way every caller finds it: among the table's
+-- indexes, the one with the shape recorded (the OID recorded first, when several have it; after
+-- a restore the OID recorded is another index's, or none); else the OID recorded, while it is an
+-- index of the table (another major's restore writes other node trees). NULL: none (dropped by
+-- hand).
+CREATE FUNCTION jsonb_ttl_internal._ttl_index_of(tbl regclass, recorded oid, shape text)
+RETURNS oid
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT x.indexrelid FROM pg_catalog.pg_index x
+    WHERE x.indrelid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
+      AND (x.indexrelid OPERATOR(pg_catalog.=) recorded
+           OR jsonb_ttl_internal._ttl_index_shape(x.indexrelid) OPERATOR(pg_catalog.=) shape)
+    ORDER BY jsonb_ttl_internal._ttl_index_shape(x.indexrelid) IS NOT DISTINCT FROM shape DESC,
+             x.indexrelid IS NOT DISTINCT FROM recorded DESC, x.indexrelid
+    LIMIT 1
+$$;
+
 -- Every TTL index of the database, as the Rust edition's view shows it.
 -- security_invoker: row security of the catalog applies to the reader, not to the view's owner
 CREATE VIEW jsonb_ttl.ttl_indexes WITH (security_invoker = true) AS
@@ -171,7 +213,8 @@ SELECT t.table_oid                          AS table_name,
        NULL::pg_catalog.text                AS removes
 FROM jsonb_ttl_internal.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
-LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) t.index_oid;
+LEFT JOIN pg_catalog.pg_class i
+       ON i.oid OPERATOR(pg_catalog.=) jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape);
 GRANT SELECT ON jsonb_ttl.ttl_indexes TO PUBLIC;
 
 -- What ttl_purge() did, one row per part of each TTL index, as the Rust edition's view.

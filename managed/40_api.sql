@@ -155,8 +155,27 @@ BEGIN
 END
 $$;
 
+-- Drops the indexes of a TTL index (its parts' indexes, as _ttl_index_of finds them).
+CREATE FUNCTION jsonb_ttl_internal._ttl_drop_indexes(tbl regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old oid;
+BEGIN
+    FOR old IN SELECT v.i FROM jsonb_ttl_internal.ttl_index t,
+                      LATERAL (VALUES (jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape)),
+                                      (jsonb_ttl_internal._ttl_index_of(t.table_oid, t.row_ttl_index_oid, t.row_ttl_index_shape))) v(i)
+               WHERE t.table_oid OPERATOR(pg_catalog.=) tbl AND v.i IS NOT NULL
+    LOOP
+        EXECUTE pg_catalog.format('DROP INDEX %s', old::pg_catalog.regclass);
+    END LOOP;
+END
+$$;
+
 -- Builds the indexes of a TTL index from its parts (one, or two with a per-row TTL) and records
--- their OIDs; drops the old ones first (by OID, only when they are still on this table).
+-- their OIDs and shapes; drops the old ones first (_ttl_drop_indexes).
 CREATE FUNCTION jsonb_ttl_internal._ttl_build(tbl regclass)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -164,20 +183,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p record;
-    old oid;
     name text;
     built oid;
     schema_name name;
 BEGIN
-    FOR old IN SELECT i FROM jsonb_ttl_internal.ttl_index t,
-                      LATERAL (VALUES (t.index_oid), (t.row_ttl_index_oid)) v(i)
-               WHERE t.table_oid OPERATOR(pg_catalog.=) tbl AND v.i IS NOT NULL
-    LOOP
-        IF EXISTS (SELECT FROM pg_catalog.pg_index x WHERE x.indexrelid OPERATOR(pg_catalog.=) old
-                   AND x.indrelid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid) THEN
-            EXECUTE pg_catalog.format('DROP INDEX %s', old::pg_catalog.regclass);
-        END IF;
-    END LOOP;
+    PERFORM jsonb_ttl_internal._ttl_drop_indexes(tbl);
+    UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = 0, index_shape = NULL, row_ttl_index_oid = NULL, row_ttl_index_shape = NULL
+    WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
     SELECT n.nspname INTO schema_name FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
     WHERE c.oid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid;
@@ -194,9 +206,11 @@ BEGIN
         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
         WHERE c.relname OPERATOR(pg_catalog.=) name AND n.nspname OPERATOR(pg_catalog.=) schema_name;
         IF p.part OPERATOR(pg_catalog.=) 'row_ttl' THEN
-            UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_oid = built WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
+            UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_oid = built, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(built)
+            WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
         ELSE
-            UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = built WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
+            UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = built, index_shape = jsonb_ttl_internal._ttl_index_shape(built)
+            WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
         END IF;
         INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part) VALUES (tbl, p.part)
         ON CONFLICT (table_oid, part) DO UPDATE SET backlog_counted = false, set_aside = '{}';
@@ -271,7 +285,8 @@ AS $$
            NULL::pg_catalog.text, t.batch_size, NULL::pg_catalog.int4, false, false, rows_expired,
            NULL::pg_catalog.regclass
     FROM jsonb_ttl_internal.ttl_index t
-    LEFT JOIN pg_catalog.pg_class i ON i.oid OPERATOR(pg_catalog.=) t.index_oid
+    LEFT JOIN pg_catalog.pg_class i
+           ON i.oid OPERATOR(pg_catalog.=) jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape)
     WHERE t.table_oid OPERATOR(pg_catalog.=) tbl
 $$;
 
@@ -540,9 +555,6 @@ BEGIN
         row_ttl_json_path = t.row_ttl_json_path, batch_size = t.batch_size
     WHERE x.table_oid OPERATOR(pg_catalog.=) tbl;
     IF rebuild THEN
-        UPDATE jsonb_ttl_internal.ttl_index x SET row_ttl_index_oid = NULL
-        WHERE x.table_oid OPERATOR(pg_catalog.=) tbl AND t.row_ttl_path IS NULL AND x.row_ttl_index_oid IS NOT NULL
-          AND NOT EXISTS (SELECT FROM pg_catalog.pg_index i WHERE i.indexrelid OPERATOR(pg_catalog.=) x.row_ttl_index_oid);
         PERFORM jsonb_ttl_internal._ttl_build(tbl);
     END IF;
     -- what the changed definition expires, counted once: held past the brake's fraction
@@ -579,14 +591,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     t jsonb_ttl_internal.ttl_index := jsonb_ttl_internal._ttl_lock_definition(tbl);
-    old oid;
 BEGIN
-    FOREACH old IN ARRAY ARRAY[t.index_oid, t.row_ttl_index_oid] LOOP
-        IF old IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_index x WHERE x.indexrelid OPERATOR(pg_catalog.=) old
-                                       AND x.indrelid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid) THEN
-            EXECUTE pg_catalog.format('DROP INDEX %s', old::pg_catalog.regclass);
-        END IF;
-    END LOOP;
+    PERFORM jsonb_ttl_internal._ttl_drop_indexes(tbl);
     DELETE FROM jsonb_ttl_internal.ttl_index x WHERE x.table_oid OPERATOR(pg_catalog.=) tbl;
     RETURN true;
 END

@@ -217,7 +217,8 @@ END
 $$;
 
 -- The TTL indexes a run of the caller visits, least recently visited first; and the ones of
--- tables that are gone, deleted (no event trigger does it on a managed service).
+-- tables that are gone, deleted (no event trigger does it on a managed service). Their indexes'
+-- OIDs and shapes recorded again where they changed (a restore, a column renamed).
 CREATE FUNCTION jsonb_ttl_internal._ttl_run_tables()
 RETURNS regclass[]
 LANGUAGE plpgsql VOLATILE
@@ -226,6 +227,19 @@ AS $$
 BEGIN
     DELETE FROM jsonb_ttl_internal.ttl_index t
     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid);
+    WITH found AS (
+        SELECT t.table_oid,
+               jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape) AS i,
+               jsonb_ttl_internal._ttl_index_of(t.table_oid, t.row_ttl_index_oid, t.row_ttl_index_shape) AS r
+        FROM jsonb_ttl_internal.ttl_index t
+        WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid))
+    UPDATE jsonb_ttl_internal.ttl_index t
+    SET index_oid = f.i, index_shape = jsonb_ttl_internal._ttl_index_shape(f.i),
+        row_ttl_index_oid = f.r, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(f.r)
+    FROM found f
+    WHERE t.table_oid OPERATOR(pg_catalog.=) f.table_oid AND f.i IS NOT NULL
+      AND (f.i IS DISTINCT FROM t.index_oid OR jsonb_ttl_internal._ttl_index_shape(f.i) IS DISTINCT FROM t.index_shape
+           OR f.r IS DISTINCT FROM t.row_ttl_index_oid OR jsonb_ttl_internal._ttl_index_shape(f.r) IS DISTINCT FROM t.row_ttl_index_shape);
     RETURN ARRAY(
         SELECT t.table_oid FROM jsonb_ttl_internal.ttl_index t
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
