@@ -218,7 +218,11 @@ $$;
 
 -- The TTL indexes a run of the caller visits, least recently visited first; and the ones of
 -- tables that are gone, deleted (no event trigger does it on a managed service). Their indexes'
--- OIDs and shapes recorded again where they changed (a restore, a column renamed).
+-- OIDs and shapes recorded again where they changed: a column renamed, or another index (a
+-- restore, pg_dump's, after which the rows set aside are other rows, being tids; or REINDEX
+-- CONCURRENTLY), after which the rows set aside are tried again and the backlog is counted by
+-- the brake again, as a new definition's. A part without its state (the pg_tle form's dump
+-- keeps the definitions only) gets it.
 CREATE FUNCTION jsonb_ttl_internal._ttl_run_tables()
 RETURNS regclass[]
 LANGUAGE plpgsql VOLATILE
@@ -228,18 +232,28 @@ BEGIN
     DELETE FROM jsonb_ttl_internal.ttl_index t
     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid);
     WITH found AS (
-        SELECT t.table_oid,
+        SELECT t.table_oid, t.index_oid AS was,
                jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape) AS i,
                jsonb_ttl_internal._ttl_index_of(t.table_oid, t.row_ttl_index_oid, t.row_ttl_index_shape) AS r
         FROM jsonb_ttl_internal.ttl_index t
-        WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid))
-    UPDATE jsonb_ttl_internal.ttl_index t
-    SET index_oid = f.i, index_shape = jsonb_ttl_internal._ttl_index_shape(f.i),
-        row_ttl_index_oid = f.r, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(f.r)
-    FROM found f
-    WHERE t.table_oid OPERATOR(pg_catalog.=) f.table_oid AND f.i IS NOT NULL
-      AND (f.i IS DISTINCT FROM t.index_oid OR jsonb_ttl_internal._ttl_index_shape(f.i) IS DISTINCT FROM t.index_shape
-           OR f.r IS DISTINCT FROM t.row_ttl_index_oid OR jsonb_ttl_internal._ttl_index_shape(f.r) IS DISTINCT FROM t.row_ttl_index_shape);
+        WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)),
+    moved AS (
+        UPDATE jsonb_ttl_internal.ttl_index t
+        SET index_oid = f.i, index_shape = jsonb_ttl_internal._ttl_index_shape(f.i),
+            row_ttl_index_oid = f.r, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(f.r)
+        FROM found f
+        WHERE t.table_oid OPERATOR(pg_catalog.=) f.table_oid AND f.i IS NOT NULL
+          AND (f.i IS DISTINCT FROM t.index_oid OR jsonb_ttl_internal._ttl_index_shape(f.i) IS DISTINCT FROM t.index_shape
+               OR f.r IS DISTINCT FROM t.row_ttl_index_oid OR jsonb_ttl_internal._ttl_index_shape(f.r) IS DISTINCT FROM t.row_ttl_index_shape)
+        RETURNING t.table_oid, f.i OPERATOR(pg_catalog.<>) f.was AS other_index)
+    UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = '{}', backlog_counted = false
+    FROM moved m WHERE s.table_oid OPERATOR(pg_catalog.=) m.table_oid AND m.other_index;
+    INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part)
+    SELECT t.table_oid, p.part FROM jsonb_ttl_internal.ttl_index t
+    CROSS JOIN (VALUES ('expire_after'::pg_catalog.text), ('row_ttl')) p(part)
+    WHERE (p.part OPERATOR(pg_catalog.=) 'expire_after' OR t.row_ttl_path IS NOT NULL)
+      AND jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
+    ON CONFLICT (table_oid, part) DO NOTHING;
     RETURN ARRAY(
         SELECT t.table_oid FROM jsonb_ttl_internal.ttl_index t
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
