@@ -5,8 +5,9 @@
 #   scripts/managed.sh build    build/managed/jsonb_ttl.sql (psql -f) and
 #                               build/managed/jsonb_ttl_pgtle.sql (pg_tle), both carrying the version
 #   scripts/managed.sh test     build, then the tests below (installs what is missing);
-#                               MANAGED_MAJORS="16 17 18" for more majors than 16 (17 and 18 are
-#                               built from source once, about 10 minutes each)
+#                               MANAGED_MAJORS="16 17 18" for more majors than 16 (17 and 18
+#                               copied from scripts/pg-server.sh's builds, else built from source
+#                               once, about 10 minutes each)
 #   scripts/managed.sh test-conformance | test-cluster | test-pgtle | test-16 | test-17 | test-18
 # Clusters run as the postgres user on a Unix socket in a temporary folder and a free loopback
 # port, and are stopped at the end. PostgreSQL 15 is Debian's /usr/lib/postgresql/15 with
@@ -450,11 +451,20 @@ PY
   echo "$bindir"
 }
 
-# PostgreSQL 17 or 18 of its own, built from the sources scripts/pg-server.sh takes (17.11 from
-# the Debian archive's pool, 18 by apt-get source from sid), under MANAGED_CACHE, one make job at
-# nice 19 (about 10 minutes, once); pg_tle built into it.
+# PostgreSQL 17 or 18 of its own, under MANAGED_CACHE: a copy of scripts/pg-server.sh's build
+# when there is one (make test-majors's), else built from the sources it takes (17.11 from the
+# Debian archive's pool, 18 by apt-get source from sid), one make job at nice 19 (about 10
+# minutes, once); pg_tle built into it.
 setup_pg_source() {  # setup_pg_source MAJOR: prints its bindir
   local major=$1 dir=${MANAGED_CACHE:-/var/cache/jsonb_ttl/managed}/pg$1 src tarball
+  local built=${JSONB_TTL_PG_CACHE:-/var/cache/jsonb_ttl/pg}/$1/install
+  if [ ! -x "$dir/install/bin/postgres" ] && [ -x "$built/bin/postgres" ]; then
+    # the same sources scripts/pg-server.sh built (for make test-majors): copied without any
+    # jsonb_ttl file (its binaries find their lib and share folders relative to themselves)
+    log "copying PostgreSQL $major from $built into $dir/install, without jsonb_ttl's files"
+    rm -rf "$dir" && mkdir -p "$dir/install"
+    tar -C "$built" -cf - --exclude='jsonb_ttl*' --exclude='*/bitcode' . | tar -C "$dir/install" -xf -
+  fi
   if [ ! -x "$dir/install/bin/postgres" ]; then
     need bison flex libreadline-dev zlib1g-dev curl bzip2 dpkg-dev
     rm -rf "$dir" && mkdir -p "$dir/src"
@@ -507,6 +517,7 @@ test_major() {
   golden purge app_a $db
   golden security app_b $db
   test_concurrency $db
+  test_restore $db
   stop_cluster
   start_cluster "$bindir" pg_tle
   make_roles $db
