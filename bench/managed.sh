@@ -5,7 +5,7 @@
 # EXTENSION jsonb_ttl; `managed`: psql -f build/managed/jsonb_ttl.sql, the extension NOT
 # created there), the baseline in a third (`plain`). Every figure is printed beside its baseline,
 # measured in the same run, and the baseline's exact SQL. Exits non-zero only when it could not run.
-#   bench/managed.sh   (about 11 minutes on 2 cores)
+#   bench/managed.sh   (about 13 minutes on 2 cores)
 # Environment (defaults): MB_ROWS (1000000: rows of the purge table, half of them expired),
 # MB_INSERT_SECONDS (10: pgbench -T of each insert run; two rounds of the three sides),
 # MB_RATE (2000 rows/s) and MB_TTL (60 s) of the steady state, MB_WARMUP (20 s), MB_WINDOW
@@ -33,6 +33,10 @@
 #    every 0.5 s as the row of the lowest id: rows are inserted in date order), its p99 and max,
 #    less the TTL; WAL MiB a minute (whole server); the table's size with its indexes at the end;
 #    CPU seconds a minute of the deleting backend (/proc/PID/schedstat).
+# 4. a timestamptz column (no parser on either side), the SQL edition against the plain btree
+#    only: inserts as in 1 into a table (id, created_at, doc) with the SQL edition's TTL index on
+#    created_at, or a btree on it; the purge as in 2 of such a table, ttl_purge() against one
+#    DELETE … WHERE created_at < now() - interval '1 hour' (which its btree serves).
 # Cluster: fsync on, shared_buffers 1GB, max_wal_size 8GB, checkpoint_timeout 1h, jit off,
 # max_parallel_workers_per_gather 0, autovacuum on (off for the purge tables),
 # shared_preload_libraries = 'jsonb_ttl,pg_cron', jsonb_ttl.enabled off but where said,
@@ -338,6 +342,61 @@ done
 
 row "steady, deleting CPU, SQL edition / Rust edition (s/min)" "${S_CPU[managed]}" "${S_CPU[rust]}" "$(ratio "${S_CPU[managed]}" "${S_CPU[rust]}")" \
   "the Rust worker, as above"
+
+######## 4. a timestamptz column: the SQL edition without its parser, against the same btree
+echo
+echo "== 4. a timestamptz column: the SQL edition's TTL index on created_at against a btree on it (no parser on either side)"
+TTL_INDEX_COLUMN="SELECT jsonb_ttl.ttl_index_create('%s', 'created_at', interval '%s')"
+col_table() {  # col_table DB TABLE TTL [WITH]: id, created_at, doc; its TTL index or its btree
+  in_db "$1" -c "CREATE TABLE $2 (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), doc jsonb NOT NULL) ${4:-}"
+  case "$1" in
+    managed) in_db "$1" -c "$(printf "$TTL_INDEX_COLUMN" "$2" "$3")" >/dev/null ;;
+    plain) in_db "$1" -c "CREATE INDEX ON $2 (created_at)" ;;
+  esac
+}
+for d in managed plain; do col_table "$d" ins "$TTL seconds"; done
+declare -A CTPS=([managed]=0 [plain]=0)
+for round in 1 2; do
+  for d in managed plain; do
+    in_db "$d" -c "CHECKPOINT"
+    t=$(PGOPTIONS="-c synchronous_commit=off" pgbench -n -c 2 -j 2 -T "$INS_T" -f "$WORK/ins_plain.sql" "$d" 2>&1 | sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | tail -1)
+    echo "  inserts, round $round, $d: $t tps"
+    CTPS[$d]=$(awk -v a="${CTPS[$d]}" -v b="$t" 'BEGIN {print a + b / 2}')
+  done
+done
+for d in managed plain; do in_db "$d" -c "DROP TABLE ins"; done
+row "column: insert tps, SQL edition's TTL index on created_at" "${CTPS[managed]}" "${CTPS[plain]}" "$(ratio "${CTPS[managed]}" "${CTPS[plain]}")" \
+  "INSERT INTO ins (created_at, doc) …; CREATE INDEX ON ins (created_at)"
+for d in managed plain; do
+  col_table "$d" ptc '1 hour' "WITH (autovacuum_enabled = false)"
+  in_db "$d" -c "INSERT INTO ptc (created_at, doc) SELECT ts, $DOC FROM ($ttl_rows) g" \
+             -c "CREATE TRIGGER bench_clock AFTER DELETE ON ptc FOR EACH STATEMENT EXECUTE FUNCTION bench_clock_tick()" \
+             -c "VACUUM ANALYZE ptc" -c "CHECKPOINT"
+done
+PLAIN_COLUMN_DELETE="DELETE FROM ptc WHERE created_at < now() - interval '1 hour'"
+declare -A CDRAIN_MS CDRAIN_WAL
+for d in managed plain; do
+  lsn0=$(in_db "$d" -c "SELECT pg_current_wal_lsn()")
+  if [ "$d" = managed ]; then
+    while [ "$(in_db managed -c "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'ptc'")" -lt $((ROWS / 2)) ]; do
+      in_db managed -c "CALL jsonb_ttl.ttl_purge(max_table_fraction => 1)"
+    done
+  else
+    in_db plain -c "$PLAIN_COLUMN_DELETE"
+  fi
+  lsn1=$(in_db "$d" -c "SELECT pg_current_wal_lsn()")
+  left=$(in_db "$d" -c "SELECT count(*) FROM ptc WHERE created_at < now() - interval '1 hour'")
+  [ "$left" = 0 ] || echo "bench/managed.sh: $d: $left expired rows of ptc left after the drain" >&2
+  CDRAIN_MS[$d]=$(in_db "$d" -c "SELECT round(extract(epoch FROM last_batch - first_batch) * 1000) FROM bench_clock WHERE tbl = 'ptc'")
+  CDRAIN_WAL[$d]=$(in_db "$d" -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
+  echo "  purge, $d: ${CDRAIN_MS[$d]} ms, ${CDRAIN_WAL[$d]} WAL bytes"
+  in_db "$d" -c "DROP TABLE ptc"
+done
+row "column: purge rows/s, CALL jsonb_ttl.ttl_purge() until none left" "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${CDRAIN_MS[plain]}")" \
+  "$(ratio "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${CDRAIN_MS[plain]}")")" "$PLAIN_COLUMN_DELETE (one statement, its btree)"
+row "column: purge WAL bytes/row" "$(bpr "${CDRAIN_WAL[managed]}")" "$(bpr "${CDRAIN_WAL[plain]}")" "$(ratio "${CDRAIN_WAL[managed]}" "${CDRAIN_WAL[plain]}")" "(the same)"
+row "purge rows/s, SQL edition: a timestamptz column / a JSON date" "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[managed]}")" \
+  "$(ratio "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[managed]}")")" "ttl_purge() on the JSON date, section 2"
 
 echo
 echo "== summary ($(date -u +%Y-%m-%dT%H:%MZ); load average at the end: $(load))"

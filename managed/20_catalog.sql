@@ -40,6 +40,8 @@ CREATE TABLE jsonb_ttl_internal.ttl_index (
     row_ttl_index_oid oid,                 -- the index of the rows with a TTL of their own
     row_ttl_index_shape text,
     batch_size     integer     CHECK (batch_size OPERATOR(pg_catalog.>) 0),
+    delete_window_start time,              -- ttl_purge() deletes only from start to end, in time_zone
+    delete_window_end time,                -- (UTC without one); NULL: at any time
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     paused_at      timestamptz,            -- NULL: not paused
     paused_by      text        CHECK (paused_by OPERATOR(pg_catalog.=) ANY (ARRAY['brake', 'operator'])),
@@ -142,6 +144,27 @@ AS $$
       AND NOT a.attisdropped
 $$;
 
+-- A delete window as ttl_indexes shows it: 'HH:MM-HH:MM'.
+CREATE FUNCTION jsonb_ttl_internal._ttl_window_text(window_start time, window_end time)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN pg_catalog.substr(window_start::pg_catalog.text, 1, 5) OPERATOR(pg_catalog.||) '-'
+       OPERATOR(pg_catalog.||) pg_catalog.substr(window_end::pg_catalog.text, 1, 5);
+
+-- Whether the time of day now, in the zone (UTC when NULL), is inside the window (always when
+-- there is none); a window whose start is after its end spans midnight. As the Rust edition's.
+CREATE FUNCTION jsonb_ttl_internal._ttl_in_window(window_start time, window_end time, zone text)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN (SELECT CASE WHEN window_start IS NULL OR window_end IS NULL THEN true
+                    WHEN window_start OPERATOR(pg_catalog.<) window_end
+                    THEN n.local OPERATOR(pg_catalog.>=) window_start AND n.local OPERATOR(pg_catalog.<) window_end
+                    ELSE n.local OPERATOR(pg_catalog.>=) window_start OR n.local OPERATOR(pg_catalog.<) window_end
+               END
+        FROM (SELECT pg_catalog.timezone(coalesce(zone, 'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS local) n);
+
 -- An index's shape: its columns, key and predicate as the catalog keeps them (pg_index's node
 -- trees, which name columns by number: a rename leaves them), less what a restore changes (the
 -- places in the text, and OIDs of 5 digits or more: those of objects made after initdb, such as
@@ -204,7 +227,7 @@ SELECT t.table_oid                          AS table_name,
        NULL::pg_catalog.text                AS drop_partitions,
        t.paused_by,
        t.paused_reason,
-       NULL::pg_catalog.text                AS delete_window,
+       jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end) AS delete_window,
        t.batch_size,
        NULL::pg_catalog.int4                AS max_removes_per_second,
        false                                AS replication_origin,

@@ -116,6 +116,45 @@ BEGIN
 END
 $$;
 
+-- delete_window as given: NULL for '' or 'off' (no window), else its start and end; 22023 with
+-- the Rust edition's messages and HINT otherwise.
+CREATE FUNCTION jsonb_ttl_internal._ttl_parse_window(delete_window text)
+RETURNS time[]
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    given text := pg_catalog.btrim(delete_window);
+    part text;
+    times time[] := '{}';
+    hint constant text := 'Write the window as ''HH:MM-HH:MM'' in the TTL index''s time zone (UTC without one), for example ''01:00-05:00'', or ''22:00-06:00'' across midnight; '''' removes it.';
+BEGIN
+    IF given OPERATOR(pg_catalog.=) '' OR pg_catalog.lower(given) OPERATOR(pg_catalog.=) 'off' THEN
+        RETURN NULL;
+    END IF;
+    IF pg_catalog.strpos(given, '-') OPERATOR(pg_catalog.=) 0 THEN
+        PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is not two times of day', given), hint);
+    END IF;
+    FOREACH part IN ARRAY ARRAY[pg_catalog.split_part(given, '-', 1),
+                                pg_catalog.substr(given, pg_catalog.strpos(given, '-') OPERATOR(pg_catalog.+) 1)] LOOP
+        part := pg_catalog.btrim(part);
+        IF part OPERATOR(pg_catalog.!~) '^[0-9]{1,9}:[0-9]{1,9}$' THEN
+            PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is not HH:MM', part), hint);
+        END IF;
+        IF pg_catalog.split_part(part, ':', 1)::bigint OPERATOR(pg_catalog.>) 23
+           OR pg_catalog.split_part(part, ':', 2)::bigint OPERATOR(pg_catalog.>) 59 THEN
+            PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is not a time of day', part), hint);
+        END IF;
+        times := times OPERATOR(pg_catalog.||) pg_catalog.make_time(pg_catalog.split_part(part, ':', 1)::integer,
+                                                                    pg_catalog.split_part(part, ':', 2)::integer, 0);
+    END LOOP;
+    IF times[1] OPERATOR(pg_catalog.=) times[2] THEN
+        PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is empty: it starts when it ends', given), hint);
+    END IF;
+    RETURN times;
+END
+$$;
+
 -- The option this edition does not have: accepted at its default only.
 CREATE FUNCTION jsonb_ttl_internal._ttl_not_here(option text, is_default boolean)
 RETURNS void
@@ -126,7 +165,7 @@ BEGIN
     IF NOT coalesce(is_default, true) THEN
         RAISE EXCEPTION '% is not in the SQL edition of jsonb_ttl', option
             USING ERRCODE = '0A000',
-                  HINT = 'The SQL edition (for managed services) has path, expire_after, numeric_unit, time_zone, filter, row_ttl_path, paused and batch_size; managed/README.md lists what it gives up and why.';
+                  HINT = 'The SQL edition (for managed services) has path, expire_after, numeric_unit, time_zone, filter, row_ttl_path, paused, delete_window and batch_size; managed/README.md lists what it gives up and why.';
     END IF;
 END
 $$;
@@ -282,7 +321,7 @@ AS $$
     SELECT i.relname, t.table_oid, jsonb_ttl_internal._ttl_column(t.table_oid::pg_catalog.oid, t.column_attnum),
            t.path, t.expire_after, t.numeric_unit, is_newly_created, t.time_zone, t.filter, false,
            NULL::pg_catalog.text[], false, t.row_ttl_path, NULL::pg_catalog.text, t.paused_at IS NOT NULL,
-           NULL::pg_catalog.text, t.batch_size, NULL::pg_catalog.int4, false, false, rows_expired,
+           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end), t.batch_size, NULL::pg_catalog.int4, false, false, rows_expired,
            NULL::pg_catalog.regclass
     FROM jsonb_ttl_internal.ttl_index t
     LEFT JOIN pg_catalog.pg_class i
@@ -343,12 +382,12 @@ DECLARE
     existing jsonb_ttl_internal.ttl_index;
     differs text[] := '{}';
     backlog bigint;
+    window_times time[] := jsonb_ttl_internal._ttl_parse_window(coalesce(delete_window, ''));
 BEGIN
     PERFORM jsonb_ttl_internal._ttl_not_here('touch', touch IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('build => false', build IS NOT FALSE);
     PERFORM jsonb_ttl_internal._ttl_not_here('hide_expired', hide_expired IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('drop_partitions', drop_partitions IS NULL);
-    PERFORM jsonb_ttl_internal._ttl_not_here('delete_window', delete_window IS NULL);
     PERFORM jsonb_ttl_internal._ttl_not_here('max_removes_per_second', max_removes_per_second IS NULL);
     PERFORM jsonb_ttl_internal._ttl_not_here('replication_origin', replication_origin IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('logical_message', logical_message IS NOT TRUE);
@@ -394,10 +433,11 @@ BEGIN
     INSERT INTO jsonb_ttl_internal.ttl_index AS t
         (table_oid, column_attnum, column_kind, json_path, path, expire_after, numeric_unit, time_zone, filter,
          row_ttl_path, row_ttl_attnum, row_ttl_kind, row_ttl_json_path, index_oid, batch_size,
-         paused_at, paused_by, paused_reason)
+         delete_window_start, delete_window_end, paused_at, paused_by, paused_reason)
     VALUES (tbl, resolved.attnum, resolved.kind, resolved.json_path, ttl_index_create.path, ttl_index_create.expire_after,
             ttl_index_create.numeric_unit, zone, ttl_index_create.filter,
             ttl_index_create.row_ttl_path, row_attnum, row_kind, row_json_path, 0, ttl_index_create.batch_size,
+            window_times[1], window_times[2],
             CASE WHEN paused THEN pg_catalog.now() END, CASE WHEN paused THEN 'operator' END,
             CASE WHEN paused THEN 'created paused' END);
     PERFORM jsonb_ttl_internal._ttl_build(tbl);
@@ -500,12 +540,11 @@ BEGIN
        AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
        AND row_ttl_path IS NULL AND archive_to IS NULL THEN
         PERFORM jsonb_ttl_internal._ttl_error('22023', 'nothing to change',
-            'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, filter, batch_size or several.');
+            'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, filter, delete_window, batch_size or several.');
     END IF;
     PERFORM jsonb_ttl_internal._ttl_not_here('touch', touch IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('hide_expired', hide_expired IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('drop_partitions', drop_partitions IS NULL OR drop_partitions OPERATOR(pg_catalog.=) '');
-    PERFORM jsonb_ttl_internal._ttl_not_here('delete_window', delete_window IS NULL OR delete_window OPERATOR(pg_catalog.=) '');
     PERFORM jsonb_ttl_internal._ttl_not_here('max_removes_per_second', max_removes_per_second IS NULL OR max_removes_per_second OPERATOR(pg_catalog.=) 0);
     PERFORM jsonb_ttl_internal._ttl_not_here('replication_origin', replication_origin IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('logical_message', logical_message IS NOT TRUE);
@@ -541,6 +580,10 @@ BEGIN
         END IF;
         rebuild := true;
     END IF;
+    IF delete_window IS NOT NULL THEN
+        t.delete_window_start := (jsonb_ttl_internal._ttl_parse_window(delete_window))[1];
+        t.delete_window_end := (jsonb_ttl_internal._ttl_parse_window(delete_window))[2];
+    END IF;
     IF batch_size IS NOT NULL THEN
         IF batch_size OPERATOR(pg_catalog.<) 0 THEN
             PERFORM jsonb_ttl_internal._ttl_error('22023', 'batch_size must be 0 (none of its own) or more', 'Pass 0 for the purge''s own batch size.');
@@ -552,7 +595,8 @@ BEGIN
         column_attnum = t.column_attnum, column_kind = t.column_kind, json_path = t.json_path,
         time_zone = t.time_zone, filter = t.filter, row_ttl_path = t.row_ttl_path,
         row_ttl_attnum = t.row_ttl_attnum, row_ttl_kind = t.row_ttl_kind,
-        row_ttl_json_path = t.row_ttl_json_path, batch_size = t.batch_size
+        row_ttl_json_path = t.row_ttl_json_path, batch_size = t.batch_size,
+        delete_window_start = t.delete_window_start, delete_window_end = t.delete_window_end
     WHERE x.table_oid OPERATOR(pg_catalog.=) tbl;
     IF rebuild THEN
         PERFORM jsonb_ttl_internal._ttl_build(tbl);
@@ -566,7 +610,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION jsonb_ttl.ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean, text, text, text, regclass) IS
-  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time, the per-row row_ttl_path ('''' removes it), the time zone and the filter (these rebuild the index), batch_size.';
+  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time, the per-row row_ttl_path ('''' removes it), the time zone and the filter (these rebuild the index), delete_window ('''' removes it), batch_size.';
 
 CREATE FUNCTION jsonb_ttl.ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS jsonb_ttl.ttl_index_info

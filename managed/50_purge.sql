@@ -218,11 +218,11 @@ $$;
 
 -- The TTL indexes a run of the caller visits, least recently visited first; and the ones of
 -- tables that are gone, deleted (no event trigger does it on a managed service). Their indexes'
--- OIDs and shapes recorded again where they changed: a column renamed, or another index (a
--- restore, pg_dump's, after which the rows set aside are other rows, being tids; or REINDEX
--- CONCURRENTLY), after which the rows set aside are tried again and the backlog is counted by
--- the brake again, as a new definition's. A part without its state (the pg_tle form's dump
--- keeps the definitions only) gets it.
+-- OIDs and shapes recorded again where they changed: the shape of the same index (pg_upgrade
+-- keeps OIDs, a new major writes other node trees), or another index with the shape (a restore,
+-- pg_dump's, after which the rows set aside are other rows, being tids; or REINDEX
+-- CONCURRENTLY), whose rows set aside are then tried again and whose backlog the brake counts
+-- again, as a new definition's.
 CREATE FUNCTION jsonb_ttl_internal._ttl_run_tables()
 RETURNS regclass[]
 LANGUAGE plpgsql VOLATILE
@@ -248,12 +248,6 @@ BEGIN
         RETURNING t.table_oid, f.i OPERATOR(pg_catalog.<>) f.was AS other_index)
     UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = '{}', backlog_counted = false
     FROM moved m WHERE s.table_oid OPERATOR(pg_catalog.=) m.table_oid AND m.other_index;
-    INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part)
-    SELECT t.table_oid, p.part FROM jsonb_ttl_internal.ttl_index t
-    CROSS JOIN (VALUES ('expire_after'::pg_catalog.text), ('row_ttl')) p(part)
-    WHERE (p.part OPERATOR(pg_catalog.=) 'expire_after' OR t.row_ttl_path IS NOT NULL)
-      AND jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
-    ON CONFLICT (table_oid, part) DO NOTHING;
     RETURN ARRAY(
         SELECT t.table_oid FROM jsonb_ttl_internal.ttl_index t
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
@@ -262,14 +256,24 @@ BEGIN
 END
 $$;
 
--- The parts of a TTL index the purge visits: paused ones are skipped (and said so in ttl_stats).
+-- The parts of a TTL index the purge visits (paused ones are skipped, and said so in
+-- ttl_stats), each with its state: a part without one (the pg_tle form's dump keeps the
+-- definitions, not the statistics) gets it.
 CREATE FUNCTION jsonb_ttl_internal._ttl_run_parts(tbl regclass)
 RETURNS text[]
-LANGUAGE sql STABLE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT ARRAY(SELECT s.part FROM jsonb_ttl_internal.ttl_state s
-                 WHERE s.table_oid OPERATOR(pg_catalog.=) tbl ORDER BY s.part)
+BEGIN
+    INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part)
+    SELECT t.table_oid, p.part FROM jsonb_ttl_internal.ttl_index t
+    CROSS JOIN (VALUES ('expire_after'::pg_catalog.text), ('row_ttl')) p(part)
+    WHERE t.table_oid OPERATOR(pg_catalog.=) tbl
+      AND (p.part OPERATOR(pg_catalog.=) 'expire_after' OR t.row_ttl_path IS NOT NULL)
+    ON CONFLICT (table_oid, part) DO NOTHING;
+    RETURN ARRAY(SELECT s.part FROM jsonb_ttl_internal.ttl_state s
+                 WHERE s.table_oid OPERATOR(pg_catalog.=) tbl ORDER BY s.part);
+END
 $$;
 
 CREATE FUNCTION jsonb_ttl_internal._ttl_paused(tbl regclass)
@@ -279,6 +283,27 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT coalesce((SELECT t.paused_at IS NOT NULL FROM jsonb_ttl_internal.ttl_index t
                      WHERE t.table_oid OPERATOR(pg_catalog.=) tbl), true)
+$$;
+
+-- Whether now is inside the TTL index's delete window (always without one), and what
+-- ttl_stats.skipped says outside it.
+CREATE FUNCTION jsonb_ttl_internal._ttl_now_in_window(tbl regclass)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT jsonb_ttl_internal._ttl_in_window(t.delete_window_start, t.delete_window_end, t.time_zone)
+                     FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid OPERATOR(pg_catalog.=) tbl), true)
+$$;
+
+CREATE FUNCTION jsonb_ttl_internal._ttl_outside_window(tbl regclass)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'outside its delete_window ' OPERATOR(pg_catalog.||) jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end)
+           OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) coalesce(t.time_zone, 'UTC') OPERATOR(pg_catalog.||) ')'
+    FROM jsonb_ttl_internal.ttl_index t WHERE t.table_oid OPERATOR(pg_catalog.=) tbl
 $$;
 
 CREATE FUNCTION jsonb_ttl_internal._ttl_batch_cap(tbl regclass, batch_size integer)
@@ -366,6 +391,8 @@ BEGIN
             BEGIN
                 IF jsonb_ttl_internal._ttl_paused(tbl) THEN
                     skipped := 'paused';
+                ELSIF NOT jsonb_ttl_internal._ttl_now_in_window(tbl) THEN
+                    skipped := jsonb_ttl_internal._ttl_outside_window(tbl);
                 ELSIF jsonb_ttl_internal._ttl_brake(tbl, part, fraction, min_rows, lock_wait) THEN
                     skipped := 'paused by brake';
                 END IF;
@@ -505,6 +532,11 @@ BEGIN
     FOREACH t IN ARRAY tables LOOP
         IF jsonb_ttl_internal._ttl_paused(t) THEN
             RAISE NOTICE 'jsonb_ttl: % skipped: it is paused', t;
+            CONTINUE;
+        END IF;
+        -- (a table named is purged at any time: the window is the schedule's, not the caller's)
+        IF tbl::pg_catalog.oid OPERATOR(pg_catalog.=) 0 AND NOT jsonb_ttl_internal._ttl_now_in_window(t) THEN
+            RAISE NOTICE 'jsonb_ttl: % skipped: it is outside its delete window', t;
             CONTINUE;
         END IF;
         FOREACH part IN ARRAY jsonb_ttl_internal._ttl_run_parts(t) LOOP

@@ -107,6 +107,37 @@ CALL ttl_purge();
 SELECT count(*) AS guarded_left, (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'guarded'::regclass)
 FROM guarded;
 
+-- delete_window: ttl_purge() deletes only inside it, the time of day in the index's time zone
+-- (UTC without one); ttl_expire_now() with no table leaves the table too, a named one is purged
+CREATE TABLE windowed (id int, doc jsonb);
+SELECT delete_window FROM ttl_index_create('windowed', 'at', 0, delete_window => '01:00-05:00');
+INSERT INTO windowed SELECT i, jsonb_build_object('at', 1000 + i) FROM generate_series(1, 3) i;
+-- a window that starts two hours from now
+SELECT delete_window IS NOT NULL AS has_window
+FROM ttl_index_alter('windowed', delete_window => to_char(now() AT TIME ZONE 'UTC' + interval '2 hours', 'HH24:MI') || '-'
+                                                  || to_char(now() AT TIME ZONE 'UTC' + interval '3 hours', 'HH24:MI'));
+CALL ttl_purge();
+SELECT count(*) AS windowed_left FROM windowed;
+SELECT skipped ~ '^outside its delete_window \d\d:\d\d-\d\d:\d\d \(UTC\)$' AS skipped_outside FROM ttl_stats WHERE table_name = 'windowed'::regclass;
+SELECT ttl_expire_now() AS removed;
+SELECT ttl_expire_now('windowed', 1) AS removed_named;
+SELECT count(*) AS windowed_left FROM windowed;
+-- the window around now, in another time zone
+SELECT delete_window IS NOT NULL AS has_window
+FROM ttl_index_alter('windowed', time_zone => 'Asia/Kolkata',
+                     delete_window => to_char(now() AT TIME ZONE 'Asia/Kolkata' - interval '1 hour', 'HH24:MI') || '-'
+                                      || to_char(now() AT TIME ZONE 'Asia/Kolkata' + interval '1 hour', 'HH24:MI'));
+CALL ttl_purge();
+SELECT count(*) AS windowed_left FROM windowed;
+SELECT skipped FROM ttl_stats WHERE table_name = 'windowed'::regclass;
+-- '' removes it; bad windows
+SELECT delete_window FROM ttl_index_alter('windowed', delete_window => '');
+SELECT delete_window FROM ttl_indexes WHERE table_name = 'windowed'::regclass;
+SELECT ttl_index_alter('windowed', delete_window => '25:00-01:00');
+SELECT ttl_index_alter('windowed', delete_window => '01:00-01:00');
+SELECT ttl_index_alter('windowed', delete_window => 'nightly');
+SELECT ttl_index_create('windowed', 'at', 0, delete_window => '1-5');
+
 -- a deferred foreign key (Django's DEFERRABLE INITIALLY DEFERRED) is checked at the DELETE, not at
 -- the COMMIT, where it would end the whole run: the row it refuses is set aside
 CREATE TABLE parents (id int PRIMARY KEY, doc jsonb);
