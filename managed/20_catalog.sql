@@ -35,10 +35,12 @@ CREATE TABLE jsonb_ttl_internal.ttl_index (
     row_ttl_attnum smallint,
     row_ttl_kind   text,
     row_ttl_json_path text[],
-    index_oid      oid         NOT NULL,   -- the TTL index (followed by OID, never by name; 0: none yet)
-    index_shape    text,                   -- its key and predicate as written back: found by it after a restore
+    index_oid      oid         NOT NULL,   -- the TTL index (followed by OID; 0: none yet)
+    index_shape    text,                   -- what it is: found by it after a restore (_ttl_index_of)
+    index_name     name,                   -- its name, which only confirms its OID after pg_upgrade
     row_ttl_index_oid oid,                 -- the index of the rows with a TTL of their own
     row_ttl_index_shape text,
+    row_ttl_index_name name,
     batch_size     integer     CHECK (batch_size OPERATOR(pg_catalog.>) 0),
     delete_window_start time,              -- ttl_purge() deletes only from start to end, in time_zone
     delete_window_end time,                -- (UTC without one); NULL: at any time
@@ -79,6 +81,8 @@ CREATE TABLE jsonb_ttl_internal.ttl_state (
     backlog_counted   boolean     NOT NULL DEFAULT false,  -- the brake counted this backlog already
     skipped           text,
     set_aside         tid[]       NOT NULL DEFAULT '{}',  -- expired rows a DELETE fails on (a trigger raises, a key restricts)
+    set_aside_file    oid,        -- the table's file those tids are in (pg_relation_filenode): a restore,
+                                  -- VACUUM FULL, CLUSTER or TRUNCATE gives it another, and the list lapses
     PRIMARY KEY (table_oid, part)
 );
 COMMENT ON TABLE jsonb_ttl_internal.ttl_state IS 'jsonb_ttl: what ttl_purge() did, per part of each TTL index. Read it through ttl_stats.';
@@ -165,43 +169,77 @@ RETURN (SELECT CASE WHEN window_start IS NULL OR window_end IS NULL THEN true
                END
         FROM (SELECT pg_catalog.timezone(coalesce(zone, 'UTC'::pg_catalog.text), pg_catalog.now())::pg_catalog.time AS local) n);
 
--- An index's shape: its columns, key and predicate as the catalog keeps them (pg_index's node
--- trees, which name columns by number: a rename leaves them), less what a restore changes (the
--- places in the text, and OIDs of 5 digits or more: those of objects made after initdb, such as
--- this edition's functions). A restore (pg_dump) gives every index a new OID, and the catalog's
--- rows come back with the dumped database's OIDs: the shape finds the TTL index again, by what
--- it is rather than by its name. Read from the catalog alone: pg_get_indexdef() and
--- pg_get_expr() would wait for a lock on the table.
+-- An index's shape: its access method, uniqueness, columns, operator classes, collations and
+-- options, and its key and predicate as the catalog keeps them (pg_index's node trees, which
+-- name columns by number: a rename leaves them), with the functions and operators they call by
+-- name, less what a restore changes (the places in the text, and the other OIDs of 5 digits or
+-- more: types and collations made after initdb). A restore (pg_dump) gives every index a new
+-- OID, and the catalog's rows come back with the dumped database's OIDs: the shape finds the
+-- TTL index again, by what it is rather than by its name. Read from the catalog alone:
+-- pg_get_indexdef() and pg_get_expr() would wait for a lock on the table.
 CREATE FUNCTION jsonb_ttl_internal._ttl_index_shape(idx oid)
 RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pg_catalog.regexp_replace(
-             pg_catalog.regexp_replace(
-               x.indkey::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) coalesce(x.indexprs::pg_catalog.text, '')
-               OPERATOR(pg_catalog.||) ' WHERE ' OPERATOR(pg_catalog.||) coalesce(x.indpred::pg_catalog.text, ''),
-               ' :location -?[0-9]+', '', 'g'),
-             '\m[0-9]{5,}\M', 'oid', 'g')
-    FROM pg_catalog.pg_index x WHERE x.indexrelid OPERATOR(pg_catalog.=) idx
+DECLARE
+    x record;
+    node text;
+    m text[];
+BEGIN
+    SELECT i.indkey::pg_catalog.text AS key, i.indexprs::pg_catalog.text AS exprs, i.indpred::pg_catalog.text AS pred,
+           i.indisunique, i.indoption::pg_catalog.text AS options, a.amname,
+           (SELECT pg_catalog.string_agg(n.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) o.opcname, ',' ORDER BY k.ord)
+            FROM pg_catalog.unnest(i.indclass::pg_catalog.oid[]) WITH ORDINALITY k(id, ord)
+            JOIN pg_catalog.pg_opclass o ON o.oid OPERATOR(pg_catalog.=) k.id
+            JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) o.opcnamespace) AS opclasses,
+           (SELECT pg_catalog.string_agg(coalesce(cl.collname::pg_catalog.text, '-'), ',' ORDER BY k.ord)
+            FROM pg_catalog.unnest(i.indcollation::pg_catalog.oid[]) WITH ORDINALITY k(id, ord)
+            LEFT JOIN pg_catalog.pg_collation cl ON cl.oid OPERATOR(pg_catalog.=) k.id) AS collations
+    INTO x
+    FROM pg_catalog.pg_index i
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+    JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam
+    WHERE i.indexrelid OPERATOR(pg_catalog.=) idx;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    node := pg_catalog.regexp_replace(coalesce(x.exprs, '') OPERATOR(pg_catalog.||) ' WHERE ' OPERATOR(pg_catalog.||) coalesce(x.pred, ''),
+                                      ' :location -?[0-9]+', '', 'g');
+    FOR m IN SELECT DISTINCT r FROM pg_catalog.regexp_matches(node, ':(funcid|opfuncid|opno) ([0-9]+)', 'g') r LOOP
+        node := pg_catalog.replace(node, ':' OPERATOR(pg_catalog.||) m[1] OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) m[2] OPERATOR(pg_catalog.||) ' ',
+                                   ':' OPERATOR(pg_catalog.||) m[1] OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||)
+                                   CASE m[1] WHEN 'opno' THEN m[2]::pg_catalog.oid::pg_catalog.regoperator::pg_catalog.text
+                                             ELSE m[2]::pg_catalog.oid::pg_catalog.regprocedure::pg_catalog.text END
+                                   OPERATOR(pg_catalog.||) ' ');
+    END LOOP;
+    RETURN pg_catalog.format('%s unique=%s key=%s opclass=%s collation=%s options=%s ', x.amname, x.indisunique, x.key,
+                             x.opclasses, x.collations, x.options)
+           OPERATOR(pg_catalog.||) pg_catalog.regexp_replace(node, '\m[0-9]{5,}\M', 'oid', 'g');
+END
 $$;
 
--- The index of a part of a TTL index, the one way every caller finds it: among the table's
--- indexes, the one with the shape recorded (the OID recorded first, when several have it; after
--- a restore the OID recorded is another index's, or none); else the OID recorded, while it is an
--- index of the table (another major's restore writes other node trees). NULL: none (dropped by
--- hand).
-CREATE FUNCTION jsonb_ttl_internal._ttl_index_of(tbl regclass, recorded oid, shape text)
+-- The index of a part ('expire_after' or 'row_ttl') of a TTL index, the one way every caller
+-- finds it: among the table's indexes, the one with the shape recorded (the OID recorded first,
+-- when several have it; after a restore the OID recorded is another index's, or none); else the
+-- OID recorded while it is an index of the table under the name recorded (pg_upgrade keeps OIDs
+-- and names, and a new major writes other node trees; a restore into another major gives the
+-- recorded OID to any index, which the name alone tells apart). NULL: none (dropped by hand).
+CREATE FUNCTION jsonb_ttl_internal._ttl_index_of(t jsonb_ttl_internal.ttl_index, part text)
 RETURNS oid
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT x.indexrelid FROM pg_catalog.pg_index x
-    WHERE x.indrelid OPERATOR(pg_catalog.=) tbl::pg_catalog.oid
-      AND (x.indexrelid OPERATOR(pg_catalog.=) recorded
-           OR jsonb_ttl_internal._ttl_index_shape(x.indexrelid) OPERATOR(pg_catalog.=) shape)
-    ORDER BY jsonb_ttl_internal._ttl_index_shape(x.indexrelid) IS NOT DISTINCT FROM shape DESC,
-             x.indexrelid IS NOT DISTINCT FROM recorded DESC, x.indexrelid
+    SELECT x.indexrelid
+    FROM (SELECT CASE part WHEN 'row_ttl' THEN t.row_ttl_index_oid ELSE t.index_oid END AS oid,
+                 CASE part WHEN 'row_ttl' THEN t.row_ttl_index_shape ELSE t.index_shape END AS shape,
+                 CASE part WHEN 'row_ttl' THEN t.row_ttl_index_name ELSE t.index_name END AS name) r
+    JOIN pg_catalog.pg_index x ON x.indrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) x.indexrelid
+    WHERE jsonb_ttl_internal._ttl_index_shape(x.indexrelid) OPERATOR(pg_catalog.=) r.shape
+       OR (x.indexrelid OPERATOR(pg_catalog.=) r.oid AND c.relname OPERATOR(pg_catalog.=) r.name)
+    ORDER BY jsonb_ttl_internal._ttl_index_shape(x.indexrelid) IS NOT DISTINCT FROM r.shape DESC,
+             x.indexrelid IS NOT DISTINCT FROM r.oid DESC, c.relname IS NOT DISTINCT FROM r.name DESC, x.indexrelid
     LIMIT 1
 $$;
 
@@ -237,7 +275,7 @@ SELECT t.table_oid                          AS table_name,
 FROM jsonb_ttl_internal.ttl_index t
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
 LEFT JOIN pg_catalog.pg_class i
-       ON i.oid OPERATOR(pg_catalog.=) jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape);
+       ON i.oid OPERATOR(pg_catalog.=) jsonb_ttl_internal._ttl_index_of(t, 'expire_after');
 GRANT SELECT ON jsonb_ttl.ttl_indexes TO PUBLIC;
 
 -- What ttl_purge() did, one row per part of each TTL index, as the Rust edition's view.
@@ -254,7 +292,8 @@ SELECT s.table_oid                          AS table_name,
        s.table_oid                          AS ttl_table,
        CASE WHEN t.paused_at IS NOT NULL THEN 'paused by ' OPERATOR(pg_catalog.||) t.paused_by
             ELSE s.skipped END              AS skipped,
-       pg_catalog.cardinality(s.set_aside)::pg_catalog.int8 AS rows_undeletable,
+       CASE WHEN s.set_aside_file OPERATOR(pg_catalog.=) pg_catalog.pg_relation_filenode(s.table_oid)
+            THEN pg_catalog.cardinality(s.set_aside) ELSE 0 END::pg_catalog.int8 AS rows_undeletable,
        s.last_success_at,
        s.last_run_ms,
        s.backlog,

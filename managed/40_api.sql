@@ -124,8 +124,9 @@ LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    given text := pg_catalog.btrim(delete_window);
+    given text := pg_catalog.btrim(delete_window, E' \t\n\r');
     part text;
+    hm text;
     times time[] := '{}';
     hint constant text := 'Write the window as ''HH:MM-HH:MM'' in the TTL index''s time zone (UTC without one), for example ''01:00-05:00'', or ''22:00-06:00'' across midnight; '''' removes it.';
 BEGIN
@@ -137,16 +138,16 @@ BEGIN
     END IF;
     FOREACH part IN ARRAY ARRAY[pg_catalog.split_part(given, '-', 1),
                                 pg_catalog.substr(given, pg_catalog.strpos(given, '-') OPERATOR(pg_catalog.+) 1)] LOOP
-        part := pg_catalog.btrim(part);
-        IF part OPERATOR(pg_catalog.!~) '^[0-9]{1,9}:[0-9]{1,9}$' THEN
+        hm := pg_catalog.btrim(part, E' \t\n\r');
+        IF hm OPERATOR(pg_catalog.!~) '^[+]?[0-9]{1,9}:[+]?[0-9]{1,9}$' THEN
             PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is not HH:MM', part), hint);
         END IF;
-        IF pg_catalog.split_part(part, ':', 1)::bigint OPERATOR(pg_catalog.>) 23
-           OR pg_catalog.split_part(part, ':', 2)::bigint OPERATOR(pg_catalog.>) 59 THEN
+        IF pg_catalog.split_part(hm, ':', 1)::bigint OPERATOR(pg_catalog.>) 23
+           OR pg_catalog.split_part(hm, ':', 2)::bigint OPERATOR(pg_catalog.>) 59 THEN
             PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is not a time of day', part), hint);
         END IF;
-        times := times OPERATOR(pg_catalog.||) pg_catalog.make_time(pg_catalog.split_part(part, ':', 1)::integer,
-                                                                    pg_catalog.split_part(part, ':', 2)::integer, 0);
+        times := times OPERATOR(pg_catalog.||) pg_catalog.make_time(pg_catalog.split_part(hm, ':', 1)::integer,
+                                                                    pg_catalog.split_part(hm, ':', 2)::integer, 0);
     END LOOP;
     IF times[1] OPERATOR(pg_catalog.=) times[2] THEN
         PERFORM jsonb_ttl_internal._ttl_error('22023', pg_catalog.format('delete_window: "%s" is empty: it starts when it ends', given), hint);
@@ -204,8 +205,8 @@ DECLARE
     old oid;
 BEGIN
     FOR old IN SELECT v.i FROM jsonb_ttl_internal.ttl_index t,
-                      LATERAL (VALUES (jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape)),
-                                      (jsonb_ttl_internal._ttl_index_of(t.table_oid, t.row_ttl_index_oid, t.row_ttl_index_shape))) v(i)
+                      LATERAL (VALUES (jsonb_ttl_internal._ttl_index_of(t, 'expire_after')),
+                                      (jsonb_ttl_internal._ttl_index_of(t, 'row_ttl'))) v(i)
                WHERE t.table_oid OPERATOR(pg_catalog.=) tbl AND v.i IS NOT NULL
     LOOP
         EXECUTE pg_catalog.format('DROP INDEX %s', old::pg_catalog.regclass);
@@ -227,7 +228,8 @@ DECLARE
     schema_name name;
 BEGIN
     PERFORM jsonb_ttl_internal._ttl_drop_indexes(tbl);
-    UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = 0, index_shape = NULL, row_ttl_index_oid = NULL, row_ttl_index_shape = NULL
+    UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = 0, index_shape = NULL, index_name = NULL,
+        row_ttl_index_oid = NULL, row_ttl_index_shape = NULL, row_ttl_index_name = NULL
     WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
     SELECT n.nspname INTO schema_name FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
@@ -245,10 +247,12 @@ BEGIN
         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
         WHERE c.relname OPERATOR(pg_catalog.=) name AND n.nspname OPERATOR(pg_catalog.=) schema_name;
         IF p.part OPERATOR(pg_catalog.=) 'row_ttl' THEN
-            UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_oid = built, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(built)
+            UPDATE jsonb_ttl_internal.ttl_index t SET row_ttl_index_oid = built, row_ttl_index_name = name,
+                row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(built)
             WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
         ELSE
-            UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = built, index_shape = jsonb_ttl_internal._ttl_index_shape(built)
+            UPDATE jsonb_ttl_internal.ttl_index t SET index_oid = built, index_name = name,
+                index_shape = jsonb_ttl_internal._ttl_index_shape(built)
             WHERE t.table_oid OPERATOR(pg_catalog.=) tbl;
         END IF;
         INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part) VALUES (tbl, p.part)
@@ -325,7 +329,7 @@ AS $$
            NULL::pg_catalog.regclass
     FROM jsonb_ttl_internal.ttl_index t
     LEFT JOIN pg_catalog.pg_class i
-           ON i.oid OPERATOR(pg_catalog.=) jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape)
+           ON i.oid OPERATOR(pg_catalog.=) jsonb_ttl_internal._ttl_index_of(t, 'expire_after')
     WHERE t.table_oid OPERATOR(pg_catalog.=) tbl
 $$;
 

@@ -81,11 +81,12 @@ DECLARE
 BEGIN
     PERFORM pg_catalog.set_config('lock_timeout', lock_timeout, true);  -- until this function returns
     SELECT * INTO p FROM jsonb_ttl_internal._ttl_parts(tbl) x WHERE x.part OPERATOR(pg_catalog.=) _ttl_set_aside.part;
-    SELECT s.set_aside INTO aside FROM jsonb_ttl_internal.ttl_state s
+    PERFORM FROM jsonb_ttl_internal.ttl_state s
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_set_aside.part FOR UPDATE;
-    IF p IS NULL OR aside IS NULL THEN
+    IF p IS NULL OR NOT FOUND THEN
         RETURN false;
     END IF;
+    aside := jsonb_ttl_internal._ttl_aside(tbl, part);
     EXECUTE pg_catalog.format(
         'SELECT ctid FROM %1$s WHERE %2$s OPERATOR(pg_catalog.<) $1 AND %3$s AND ctid OPERATOR(pg_catalog.<>) ALL ($2) '
         'ORDER BY %2$s LIMIT 1 FOR UPDATE SKIP LOCKED', tbl, p.key_sql, p.predicate_sql)
@@ -94,7 +95,8 @@ BEGIN
     IF row_id IS NULL THEN
         RETURN false;
     END IF;
-    UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = s.set_aside OPERATOR(pg_catalog.||) row_id
+    UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = aside OPERATOR(pg_catalog.||) row_id,
+        set_aside_file = pg_catalog.pg_relation_filenode(tbl)
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_set_aside.part;
     RETURN true;
 END
@@ -107,7 +109,8 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT coalesce((SELECT s.set_aside FROM jsonb_ttl_internal.ttl_state s
-                     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_aside.part), '{}')
+                     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_aside.part
+                       AND s.set_aside_file OPERATOR(pg_catalog.=) pg_catalog.pg_relation_filenode(tbl)), '{}')
 $$;
 
 -- The safety brake, once for each backlog (until a run drains it, or an alter changes what
@@ -205,6 +208,7 @@ BEGIN
         oldest_expired = left_oldest,
         skipped = _ttl_visit_end.skipped,
         set_aside = coalesce(aside, s.set_aside),
+        set_aside_file = CASE WHEN aside IS NOT NULL THEN pg_catalog.pg_relation_filenode(tbl) ELSE s.set_aside_file END,
         -- drained: the next backlog is counted again by the brake
         backlog_counted = s.backlog_counted AND coalesce(left_rows, 1) OPERATOR(pg_catalog.>) 0
     WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) _ttl_visit_end.part;
@@ -218,11 +222,10 @@ $$;
 
 -- The TTL indexes a run of the caller visits, least recently visited first; and the ones of
 -- tables that are gone, deleted (no event trigger does it on a managed service). Their indexes'
--- OIDs and shapes recorded again where they changed: the shape of the same index (pg_upgrade
--- keeps OIDs, a new major writes other node trees), or another index with the shape (a restore,
--- pg_dump's, after which the rows set aside are other rows, being tids; or REINDEX
--- CONCURRENTLY), whose rows set aside are then tried again and whose backlog the brake counts
--- again, as a new definition's.
+-- OIDs, shapes and names recorded again where they changed: the shape of the same index
+-- (pg_upgrade keeps OIDs and names, a new major writes other node trees), or another index with
+-- the shape (a restore, pg_dump's; REINDEX CONCURRENTLY). The rows set aside lapse by
+-- themselves when the table's file changes (_ttl_aside).
 CREATE FUNCTION jsonb_ttl_internal._ttl_run_tables()
 RETURNS regclass[]
 LANGUAGE plpgsql VOLATILE
@@ -231,23 +234,25 @@ AS $$
 BEGIN
     DELETE FROM jsonb_ttl_internal.ttl_index t
     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid);
+    -- (rows another transaction holds are left for the next run: no wait here)
     WITH found AS (
-        SELECT t.table_oid, t.index_oid AS was,
-               jsonb_ttl_internal._ttl_index_of(t.table_oid, t.index_oid, t.index_shape) AS i,
-               jsonb_ttl_internal._ttl_index_of(t.table_oid, t.row_ttl_index_oid, t.row_ttl_index_shape) AS r
+        SELECT t.table_oid, jsonb_ttl_internal._ttl_index_of(t, 'expire_after') AS i,
+               jsonb_ttl_internal._ttl_index_of(t, 'row_ttl') AS r
         FROM jsonb_ttl_internal.ttl_index t
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)),
     moved AS (
-        UPDATE jsonb_ttl_internal.ttl_index t
-        SET index_oid = f.i, index_shape = jsonb_ttl_internal._ttl_index_shape(f.i),
-            row_ttl_index_oid = f.r, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(f.r)
-        FROM found f
-        WHERE t.table_oid OPERATOR(pg_catalog.=) f.table_oid AND f.i IS NOT NULL
+        SELECT t.table_oid, f.i, f.r FROM jsonb_ttl_internal.ttl_index t
+        JOIN found f ON f.table_oid OPERATOR(pg_catalog.=) t.table_oid
+        WHERE f.i IS NOT NULL
           AND (f.i IS DISTINCT FROM t.index_oid OR jsonb_ttl_internal._ttl_index_shape(f.i) IS DISTINCT FROM t.index_shape
                OR f.r IS DISTINCT FROM t.row_ttl_index_oid OR jsonb_ttl_internal._ttl_index_shape(f.r) IS DISTINCT FROM t.row_ttl_index_shape)
-        RETURNING t.table_oid, f.i OPERATOR(pg_catalog.<>) f.was AS other_index)
-    UPDATE jsonb_ttl_internal.ttl_state s SET set_aside = '{}', backlog_counted = false
-    FROM moved m WHERE s.table_oid OPERATOR(pg_catalog.=) m.table_oid AND m.other_index;
+        FOR NO KEY UPDATE OF t SKIP LOCKED)
+    UPDATE jsonb_ttl_internal.ttl_index t
+    SET index_oid = m.i, index_shape = jsonb_ttl_internal._ttl_index_shape(m.i),
+        index_name = (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) m.i),
+        row_ttl_index_oid = m.r, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(m.r),
+        row_ttl_index_name = (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) m.r)
+    FROM moved m WHERE t.table_oid OPERATOR(pg_catalog.=) m.table_oid;
     RETURN ARRAY(
         SELECT t.table_oid FROM jsonb_ttl_internal.ttl_index t
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
@@ -264,13 +269,20 @@ RETURNS text[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    wanted text[] := ARRAY(SELECT p.part FROM jsonb_ttl_internal.ttl_index t
+                           CROSS JOIN (VALUES ('expire_after'::pg_catalog.text), ('row_ttl')) p(part)
+                           WHERE t.table_oid OPERATOR(pg_catalog.=) tbl
+                             AND (p.part OPERATOR(pg_catalog.=) 'expire_after' OR t.row_ttl_path IS NOT NULL));
 BEGIN
-    INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part)
-    SELECT t.table_oid, p.part FROM jsonb_ttl_internal.ttl_index t
-    CROSS JOIN (VALUES ('expire_after'::pg_catalog.text), ('row_ttl')) p(part)
-    WHERE t.table_oid OPERATOR(pg_catalog.=) tbl
-      AND (p.part OPERATOR(pg_catalog.=) 'expire_after' OR t.row_ttl_path IS NOT NULL)
-    ON CONFLICT (table_oid, part) DO NOTHING;
+    -- (only when one lacks it: an insert could wait for another session's of the same row)
+    IF EXISTS (SELECT FROM pg_catalog.unnest(wanted) w(part)
+               WHERE NOT EXISTS (SELECT FROM jsonb_ttl_internal.ttl_state s
+                                 WHERE s.table_oid OPERATOR(pg_catalog.=) tbl AND s.part OPERATOR(pg_catalog.=) w.part)) THEN
+        INSERT INTO jsonb_ttl_internal.ttl_state AS s (table_oid, part)
+        SELECT tbl, w.part FROM pg_catalog.unnest(wanted) w(part)
+        ON CONFLICT (table_oid, part) DO NOTHING;
+    END IF;
     RETURN ARRAY(SELECT s.part FROM jsonb_ttl_internal.ttl_state s
                  WHERE s.table_oid OPERATOR(pg_catalog.=) tbl ORDER BY s.part);
 END
@@ -356,6 +368,7 @@ DECLARE
     failed text;
     last_failure text;
     set_asides integer;
+    outside boolean;
     total bigint := 0;
     limit_hit boolean;
     error text;
@@ -379,6 +392,8 @@ BEGIN
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         parts := jsonb_ttl_internal._ttl_run_parts(tbl);
         table_deleted := 0;
+        -- the window as the visit of the table begins: a visit begun inside it finishes
+        outside := NOT jsonb_ttl_internal._ttl_now_in_window(tbl);
         FOREACH part IN ARRAY parts LOOP
             started := pg_catalog.clock_timestamp();
             limit_hit := false;
@@ -391,7 +406,7 @@ BEGIN
             BEGIN
                 IF jsonb_ttl_internal._ttl_paused(tbl) THEN
                     skipped := 'paused';
-                ELSIF NOT jsonb_ttl_internal._ttl_now_in_window(tbl) THEN
+                ELSIF outside THEN
                     skipped := jsonb_ttl_internal._ttl_outside_window(tbl);
                 ELSIF jsonb_ttl_internal._ttl_brake(tbl, part, fraction, min_rows, lock_wait) THEN
                     skipped := 'paused by brake';

@@ -300,19 +300,25 @@ test_cron() {
 # index now has the old OID; the purge goes on from the definitions.
 test_restore() {
   local db=$1 dump i
+  # logins_a_mine: the TTL index's expression and predicate but for its function (the name
+  # sorts first: pg_restore builds it first, and gives it the lower OID)
   q app_a "$db" "CREATE TABLE a.logins (id int, doc jsonb);
                  CREATE INDEX logins_id ON a.logins (id);
+                 CREATE FUNCTION a.my_ts(jsonb) RETURNS timestamptz IMMUTABLE LANGUAGE sql RETURN NULL::timestamptz;
                  SELECT index_name FROM jsonb_ttl.ttl_index_create('a.logins', 'at', '1 hour', row_ttl_path => 'ttl');
                  CREATE INDEX logins_doc ON a.logins USING gin (doc);
+                 CREATE INDEX logins_a_mine ON a.logins (a.my_ts(doc -> 'at')) WHERE a.my_ts(doc -> 'at') IS NOT NULL;
                  INSERT INTO a.logins VALUES (1, '{\"at\": \"2001-01-01\"}'), (2, '{\"at\": \"2999-01-01\"}'),
                                                (3, '{\"at\": \"2001-01-01\", \"ttl\": 60}'), (4, '{\"at\": \"2999-01-01\", \"ttl\": 60}');" >/dev/null
   # a row set aside (as a DELETE that failed on it would): a tid, which names another row, or
   # none, once restored
-  q app_a "$db" "UPDATE jsonb_ttl_internal.ttl_state SET set_aside = ARRAY[(SELECT ctid FROM a.logins WHERE id = 1)]
+  q app_a "$db" "UPDATE jsonb_ttl_internal.ttl_state SET set_aside = ARRAY[(SELECT ctid FROM a.logins WHERE id = 1)],
+                        set_aside_file = pg_relation_filenode('a.logins')
                  WHERE table_oid = 'a.logins'::regclass AND part = 'expire_after'" >/dev/null
-  dump=$(mktemp /tmp/jsonb_ttl-managed-dump.XXXXXX)
+  check "a row set aside before the dump" 1 \
+    "$(q app_a "$db" "SELECT rows_undeletable FROM jsonb_ttl.ttl_stats WHERE table_name = 'a.logins'::regclass AND part = 'expire_after'")"
+  dump=$CLUSTER_DIR/dump  # (removed with the cluster)
   "$STARTED_BINDIR/pg_dump" -U postgres -Fc -d "$db" -f "$dump"
-  chmod a+r "$dump"
   # one pg_restore, which grants the schemas after it has built the indexes (as their tables'
   # owners, who could not use jsonb_ttl_internal yet: nothing the index expressions call looks a
   # name up when it runs)
@@ -320,7 +326,6 @@ test_restore() {
     psql_as postgres -d postgres -c "CREATE DATABASE restored_$i" >/dev/null
     "$STARTED_BINDIR/pg_restore" -U postgres -d restored_$i --exit-on-error "$dump"
   done
-  rm -f "$dump"
   check "restored: the OIDs recorded are the dumped database's" "t|t" \
     "$(q app_a restored_1 "SELECT index_oid <> 'a.logins_ttl_idx'::regclass::oid, row_ttl_index_oid <> 'a.logins_row_ttl_idx'::regclass::oid
                            FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'a.logins'::regclass")"
@@ -333,7 +338,7 @@ test_restore() {
     "$(q app_a restored_1 "SELECT index_oid = 'a.logins_ttl_idx'::regclass::oid, row_ttl_index_oid = 'a.logins_row_ttl_idx'::regclass::oid
                            FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'a.logins'::regclass")"
   q app_a restored_2 "SELECT jsonb_ttl.ttl_index_drop('a.logins')" >/dev/null
-  check "restored: ttl_index_drop drops its two indexes and no other" "logins_doc,logins_id" \
+  check "restored: ttl_index_drop drops its two indexes and no other" "logins_a_mine,logins_doc,logins_id" \
     "$(q app_a restored_2 "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'a' AND tablename = 'logins'")"
 }
 
@@ -379,6 +384,21 @@ test_concurrency() {
     || log "ok   a superuser's ttl_expire_now('a.held') is refused"
   q app_a "$db" "CALL jsonb_ttl.ttl_purge()"
   check "its owner's run takes it" 0 "$(q app_a "$db" "SELECT count(*) FROM a.held")"
+  # after REINDEX CONCURRENTLY (another OID), the run records the new index, but does not wait
+  # for a caller's transaction that holds the definition (ttl_expire_now's FOR SHARE)
+  q app_a "$db" "CREATE TABLE a.reindexed (id int, doc jsonb);
+                 SELECT index_name FROM jsonb_ttl.ttl_index_create('a.reindexed', 'at', 0);" >/dev/null
+  q app_a "$db" "REINDEX INDEX CONCURRENTLY a.reindexed_ttl_idx"
+  q app_a "$db" "BEGIN; SELECT jsonb_ttl.ttl_expire_now('a.reindexed'); SELECT pg_sleep(4); COMMIT;" >/dev/null &
+  sleep 1
+  t0=$(date +%s%N)
+  q app_a "$db" "CALL jsonb_ttl.ttl_purge()"
+  t1=$(date +%s%N)
+  check "a definition another transaction holds does not hold up the run (< 2 s)" yes "$([ $(( (t1 - t0) / 1000000 )) -lt 2000 ] && echo yes || echo "no, $(( (t1 - t0) / 1000000 )) ms")"
+  wait
+  q app_a "$db" "CALL jsonb_ttl.ttl_purge()"
+  check "the next run records the reindexed index" t \
+    "$(q app_a "$db" "SELECT index_oid = 'a.reindexed_ttl_idx'::regclass::oid FROM jsonb_ttl_internal.ttl_index WHERE table_oid = 'a.reindexed'::regclass")"
 }
 
 # A PostgreSQL 15 installation of its own for the pg_tle form: a copy of Debian's (its binaries
