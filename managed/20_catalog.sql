@@ -42,6 +42,7 @@ CREATE TABLE jsonb_ttl_internal.ttl_index (
     row_ttl_index_shape text,
     row_ttl_index_name name,
     batch_size     integer     CHECK (batch_size OPERATOR(pg_catalog.>) 0),
+    max_removes_per_second integer CHECK (max_removes_per_second OPERATOR(pg_catalog.>) 0),
     delete_window_start time,              -- ttl_purge() deletes only from start to end, in time_zone
     delete_window_end time,                -- (UTC without one); NULL: at any time
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
@@ -267,7 +268,7 @@ SELECT t.table_oid                          AS table_name,
        t.paused_reason,
        jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end) AS delete_window,
        t.batch_size,
-       NULL::pg_catalog.int4                AS max_removes_per_second,
+       t.max_removes_per_second,
        false                                AS replication_origin,
        false                                AS logical_message,
        NULL::pg_catalog.regclass            AS archive_to,

@@ -156,6 +156,22 @@ BEGIN
 END
 $$;
 
+-- A limit of the TTL index's own: positive, or 0 for none (NULL); it only lowers ttl_purge()'s.
+CREATE FUNCTION jsonb_ttl_internal._ttl_check_rate(max_removes_per_second integer)
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF max_removes_per_second OPERATOR(pg_catalog.<) 0 THEN
+        PERFORM jsonb_ttl_internal._ttl_error('22023',
+            pg_catalog.format('max_removes_per_second must be positive, or 0 for none, not %s', max_removes_per_second),
+            'max_removes_per_second caps this TTL index under ttl_purge()''s max_removes_per_second; it never raises it.');
+    END IF;
+    RETURN NULLIF(max_removes_per_second, 0);
+END
+$$;
+
 -- The option this edition does not have: accepted at its default only.
 CREATE FUNCTION jsonb_ttl_internal._ttl_not_here(option text, is_default boolean)
 RETURNS void
@@ -166,7 +182,7 @@ BEGIN
     IF NOT coalesce(is_default, true) THEN
         RAISE EXCEPTION '% is not in the SQL edition of jsonb_ttl', option
             USING ERRCODE = '0A000',
-                  HINT = 'The SQL edition (for managed services) has path, expire_after, numeric_unit, time_zone, filter, row_ttl_path, paused, delete_window and batch_size; managed/README.md lists what it gives up and why.';
+                  HINT = 'The SQL edition (for managed services) has path, expire_after, numeric_unit, time_zone, filter, row_ttl_path, paused, delete_window, batch_size and max_removes_per_second; managed/README.md lists what it gives up and why.';
     END IF;
 END
 $$;
@@ -325,7 +341,7 @@ AS $$
     SELECT i.relname, t.table_oid, jsonb_ttl_internal._ttl_column(t.table_oid::pg_catalog.oid, t.column_attnum),
            t.path, t.expire_after, t.numeric_unit, is_newly_created, t.time_zone, t.filter, false,
            NULL::pg_catalog.text[], false, t.row_ttl_path, NULL::pg_catalog.text, t.paused_at IS NOT NULL,
-           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end), t.batch_size, NULL::pg_catalog.int4, false, false, rows_expired,
+           jsonb_ttl_internal._ttl_window_text(t.delete_window_start, t.delete_window_end), t.batch_size, t.max_removes_per_second, false, false, rows_expired,
            NULL::pg_catalog.regclass
     FROM jsonb_ttl_internal.ttl_index t
     LEFT JOIN pg_catalog.pg_class i
@@ -392,7 +408,7 @@ BEGIN
     PERFORM jsonb_ttl_internal._ttl_not_here('build => false', build IS NOT FALSE);
     PERFORM jsonb_ttl_internal._ttl_not_here('hide_expired', hide_expired IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('drop_partitions', drop_partitions IS NULL);
-    PERFORM jsonb_ttl_internal._ttl_not_here('max_removes_per_second', max_removes_per_second IS NULL);
+    PERFORM jsonb_ttl_internal._ttl_check_rate(max_removes_per_second);
     PERFORM jsonb_ttl_internal._ttl_not_here('replication_origin', replication_origin IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('logical_message', logical_message IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('archive_to', archive_to IS NULL);
@@ -437,11 +453,11 @@ BEGIN
     INSERT INTO jsonb_ttl_internal.ttl_index AS t
         (table_oid, column_attnum, column_kind, json_path, path, expire_after, numeric_unit, time_zone, filter,
          row_ttl_path, row_ttl_attnum, row_ttl_kind, row_ttl_json_path, index_oid, batch_size,
-         delete_window_start, delete_window_end, paused_at, paused_by, paused_reason)
+         max_removes_per_second, delete_window_start, delete_window_end, paused_at, paused_by, paused_reason)
     VALUES (tbl, resolved.attnum, resolved.kind, resolved.json_path, ttl_index_create.path, ttl_index_create.expire_after,
             ttl_index_create.numeric_unit, zone, ttl_index_create.filter,
             ttl_index_create.row_ttl_path, row_attnum, row_kind, row_json_path, 0, ttl_index_create.batch_size,
-            window_times[1], window_times[2],
+            NULLIF(ttl_index_create.max_removes_per_second, 0), window_times[1], window_times[2],
             CASE WHEN paused THEN pg_catalog.now() END, CASE WHEN paused THEN 'operator' END,
             CASE WHEN paused THEN 'created paused' END);
     PERFORM jsonb_ttl_internal._ttl_build(tbl);
@@ -544,12 +560,11 @@ BEGIN
        AND logical_message IS NULL AND path IS NULL AND numeric_unit IS NULL
        AND row_ttl_path IS NULL AND archive_to IS NULL THEN
         PERFORM jsonb_ttl_internal._ttl_error('22023', 'nothing to change',
-            'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, filter, delete_window, batch_size or several.');
+            'Pass expire_after, path, numeric_unit, row_ttl_path, time_zone, filter, delete_window, batch_size, max_removes_per_second or several.');
     END IF;
     PERFORM jsonb_ttl_internal._ttl_not_here('touch', touch IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('hide_expired', hide_expired IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('drop_partitions', drop_partitions IS NULL OR drop_partitions OPERATOR(pg_catalog.=) '');
-    PERFORM jsonb_ttl_internal._ttl_not_here('max_removes_per_second', max_removes_per_second IS NULL OR max_removes_per_second OPERATOR(pg_catalog.=) 0);
     PERFORM jsonb_ttl_internal._ttl_not_here('replication_origin', replication_origin IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('logical_message', logical_message IS NOT TRUE);
     PERFORM jsonb_ttl_internal._ttl_not_here('archive_to', archive_to IS NULL OR archive_to::pg_catalog.oid OPERATOR(pg_catalog.=) 0);
@@ -584,6 +599,9 @@ BEGIN
         END IF;
         rebuild := true;
     END IF;
+    IF max_removes_per_second IS NOT NULL THEN
+        t.max_removes_per_second := jsonb_ttl_internal._ttl_check_rate(max_removes_per_second);
+    END IF;
     IF delete_window IS NOT NULL THEN
         t.delete_window_start := (jsonb_ttl_internal._ttl_parse_window(delete_window))[1];
         t.delete_window_end := (jsonb_ttl_internal._ttl_parse_window(delete_window))[2];
@@ -600,7 +618,8 @@ BEGIN
         time_zone = t.time_zone, filter = t.filter, row_ttl_path = t.row_ttl_path,
         row_ttl_attnum = t.row_ttl_attnum, row_ttl_kind = t.row_ttl_kind,
         row_ttl_json_path = t.row_ttl_json_path, batch_size = t.batch_size,
-        delete_window_start = t.delete_window_start, delete_window_end = t.delete_window_end
+        delete_window_start = t.delete_window_start, delete_window_end = t.delete_window_end,
+        max_removes_per_second = t.max_removes_per_second
     WHERE x.table_oid OPERATOR(pg_catalog.=) tbl;
     IF rebuild THEN
         PERFORM jsonb_ttl_internal._ttl_build(tbl);
@@ -614,7 +633,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION jsonb_ttl.ttl_index_alter(regclass, interval, text, boolean, boolean, text, text, text, integer, integer, boolean, boolean, text, text, text, regclass) IS
-  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time, the per-row row_ttl_path ('''' removes it), the time zone and the filter (these rebuild the index), delete_window ('''' removes it), batch_size.';
+  'Changes a TTL index: expire_after (a catalog update), the path and numeric_unit of its point in time, the per-row row_ttl_path ('''' removes it), the time zone and the filter (these rebuild the index), delete_window ('''' removes it), batch_size and max_removes_per_second (0 removes them).';
 
 CREATE FUNCTION jsonb_ttl.ttl_index_alter(tbl regclass, expire_after numeric)
 RETURNS jsonb_ttl.ttl_index_info

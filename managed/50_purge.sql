@@ -327,6 +327,18 @@ AS $$
                                        WHERE t.table_oid OPERATOR(pg_catalog.=) tbl), batch_size))
 $$;
 
+-- The rows a second a table's visit may remove: the least of the run's and the TTL index's own
+-- max_removes_per_second that are set; 0 for no limit.
+CREATE FUNCTION jsonb_ttl_internal._ttl_rate(tbl regclass, max_removes_per_second integer)
+RETURNS integer
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(LEAST(NULLIF(max_removes_per_second, 0),
+                          (SELECT t.max_removes_per_second FROM jsonb_ttl_internal.ttl_index t
+                           WHERE t.table_oid OPERATOR(pg_catalog.=) tbl)), 0)
+$$;
+
 -- ttl_purge(): what the Rust edition's worker does in a pass, for the TTL indexes of the tables
 -- the caller purges (see the top of this file). pg_cron calls it:
 --   SELECT cron.schedule_in_database('jsonb_ttl', '30 seconds', 'CALL jsonb_ttl.ttl_purge()', 'mydb');
@@ -345,7 +357,8 @@ CREATE PROCEDURE jsonb_ttl.ttl_purge(max_table_removes bigint DEFAULT 100000,
                                      max_run_time interval DEFAULT '50 seconds',
                                      lock_timeout interval DEFAULT '100 milliseconds',
                                      max_table_fraction double precision DEFAULT NULL,
-                                     brake_min_rows bigint DEFAULT NULL)
+                                     brake_min_rows bigint DEFAULT NULL,
+                                     max_removes_per_second integer DEFAULT 0)
 LANGUAGE plpgsql
 AS $$
 DECLARE
@@ -369,6 +382,9 @@ DECLARE
     last_failure text;
     set_asides integer;
     outside boolean;
+    rate integer;
+    table_started timestamptz;
+    pause double precision;
     total bigint := 0;
     limit_hit boolean;
     error text;
@@ -378,6 +394,10 @@ DECLARE
     ms double precision;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF max_removes_per_second IS NULL OR max_removes_per_second OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'max_removes_per_second must be 0 (none) or more'
+            USING ERRCODE = '22023', HINT = 'It caps every table of the run; a TTL index''s own max_removes_per_second only lowers it.';
+    END IF;
     IF max_table_removes OPERATOR(pg_catalog.<=) 0 OR max_total_removes OPERATOR(pg_catalog.<=) 0
        OR batch_size OPERATOR(pg_catalog.<=) 0 THEN
         RAISE EXCEPTION 'max_table_removes, max_total_removes and batch_size must be more than 0'
@@ -394,6 +414,8 @@ BEGIN
         table_deleted := 0;
         -- the window as the visit of the table begins: a visit begun inside it finishes
         outside := NOT jsonb_ttl_internal._ttl_now_in_window(tbl);
+        rate := jsonb_ttl_internal._ttl_rate(tbl, max_removes_per_second);
+        table_started := pg_catalog.clock_timestamp();
         FOREACH part IN ARRAY parts LOOP
             started := pg_catalog.clock_timestamp();
             limit_hit := false;
@@ -420,6 +442,9 @@ BEGIN
             COMMIT;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             cap := jsonb_ttl_internal._ttl_batch_cap(tbl, batch_size);
+            IF rate OPERATOR(pg_catalog.>) 0 THEN
+                cap := LEAST(cap, GREATEST(rate OPERATOR(pg_catalog./) 10, 1));  -- a tenth of a second's rows a batch
+            END IF;
             n := LEAST(n, cap);
             -- the batches
             WHILE error IS NULL AND skipped IS NULL LOOP
@@ -476,6 +501,19 @@ BEGIN
                 table_deleted := table_deleted OPERATOR(pg_catalog.+) got;
                 part_deleted := part_deleted OPERATOR(pg_catalog.+) got;
                 EXIT WHEN got OPERATOR(pg_catalog.<) want;   -- drained (or the rest is held by others)
+                -- max_removes_per_second: no faster than that over the table's visit, waiting
+                -- between batches (nothing locked then)
+                IF rate OPERATOR(pg_catalog.>) 0 THEN
+                    pause := table_deleted::double precision OPERATOR(pg_catalog./) rate
+                             OPERATOR(pg_catalog.-) pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) table_started);
+                    IF pause OPERATOR(pg_catalog.>) 0 THEN
+                        IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => pause) OPERATOR(pg_catalog.>=) deadline THEN
+                            limit_hit := true;
+                            EXIT;
+                        END IF;
+                        PERFORM pg_catalog.pg_sleep(pause);
+                    END IF;
+                END IF;
                 -- a batch of about batch_time
                 ms := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) batch_started) OPERATOR(pg_catalog.*) 1000;
                 IF ms OPERATOR(pg_catalog.<) (target_ms OPERATOR(pg_catalog./) 2) THEN
@@ -504,7 +542,7 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON PROCEDURE jsonb_ttl.ttl_purge(bigint, bigint, integer, interval, interval, interval, double precision, bigint) IS
+COMMENT ON PROCEDURE jsonb_ttl.ttl_purge(bigint, bigint, integer, interval, interval, interval, double precision, bigint, integer) IS
   'Deletes expired rows of the TTL indexes of the tables the caller owns, in batches of about batch_time, each committed; what pg_cron calls.';
 
 -- ttl_expire_now(): the same purge in the caller's transaction (no internal commits), not

@@ -107,6 +107,18 @@ CALL ttl_purge();
 SELECT count(*) AS guarded_left, (SELECT rows_undeletable FROM ttl_stats WHERE table_name = 'guarded'::regclass)
 FROM guarded;
 
+-- max_removes_per_second: the TTL index's own, under ttl_purge()'s (0, none, by default): 250
+-- expired rows at 100 a second take 2.5 s, in batches of a tenth of that
+CREATE TABLE paced (id int, doc jsonb);
+SELECT max_removes_per_second FROM ttl_index_create('paced', 'at', 0, max_removes_per_second => 100);
+INSERT INTO paced SELECT i, jsonb_build_object('at', 1000 + i) FROM generate_series(1, 250) i;
+SELECT clock_timestamp() AS paced_start \gset
+CALL ttl_purge();
+SELECT count(*) AS paced_left, clock_timestamp() - :'paced_start'::timestamptz >= interval '2 seconds' AS took_its_time FROM paced;
+SELECT max_removes_per_second FROM ttl_index_alter('paced', max_removes_per_second => 0);
+SELECT ttl_index_alter('paced', max_removes_per_second => -1);
+CALL ttl_purge(max_removes_per_second => -1);
+
 -- delete_window: ttl_purge() deletes only inside it, the time of day in the index's time zone
 -- (UTC without one); ttl_expire_now() with no table leaves the table too, a named one is purged
 CREATE TABLE windowed (id int, doc jsonb);
