@@ -5,7 +5,7 @@
 # EXTENSION jsonb_ttl; `managed`: psql -f build/managed/jsonb_ttl.sql, the extension NOT
 # created there), the baseline in a third (`plain`). Every figure is printed beside its baseline,
 # measured in the same run, and the baseline's exact SQL. Exits non-zero only when it could not run.
-#   bench/managed.sh   (about 24 minutes on 2 cores)
+#   bench/managed.sh   (about 30 minutes on 2 cores; MB_ONLY="1 2" for some sections only)
 # Environment (defaults): MB_ROWS (1000000: rows of the purge table, half of them expired),
 # MB_INSERT_SECONDS (10: pgbench -T of each insert run; two rounds of the three sides),
 # MB_RATE (2000 rows/s) and MB_TTL (60 s) of the steady state, MB_WARMUP (20 s), MB_WINDOW
@@ -40,8 +40,10 @@
 #    DELETE … WHERE created_at < now() - interval '1 hour' (which its btree serves).
 # 5. the steady state of 3 with pg_cron itself deleting, every minute (pg_cron 1.4's finest
 #    schedule; 1.5's '10 seconds' is not to be had here): cron.schedule_in_database of CALL
-#    jsonb_ttl.ttl_purge() against that of the plain DELETE, MB_CRON_WINDOW s each; the age,
-#    WAL and size as in 3, and the wall time of the job's runs (cron.job_run_details) a minute.
+#    jsonb_ttl.ttl_purge(), as README.md schedules it and with max_table_removes => 1000000 (a
+#    minute expires 120,000 rows here, more than its default 100,000 a run), against that of
+#    the plain DELETE, MB_CRON_WINDOW s each; the age, WAL and size as in 3, and the wall time
+#    of the job's runs (cron.job_run_details) a minute. MB_ONLY="5" runs only this section.
 # Cluster: fsync on, shared_buffers 1GB, max_wal_size 8GB, checkpoint_timeout 1h, jit off,
 # max_parallel_workers_per_gather 0, autovacuum on (off for the purge tables),
 # shared_preload_libraries = 'jsonb_ttl,pg_cron' (cron.use_background_workers on), jsonb_ttl.enabled off but where said,
@@ -152,15 +154,32 @@ make_table() {  # make_table DB TABLE TTL: the table of that side, with its inde
 TABLE=()
 row() { TABLE+=("$(printf '%-58s %14s %14s %9s  %s' "$@")"); printf '%-58s %14s %14s %9s  %s\n' "$@"; }
 
-######## 1. inserts
-echo "== 1. inserts: pgbench -n -c 2 -j 2 -T $INS_T (x2 rounds, alternating), 10 documents a transaction, synchronous_commit off"
-for d in rust managed plain; do make_table "$d" ins "$TTL seconds"; done
+# what the sections share: their statements and rows, and how figures are counted
 cat >"$WORK/ins_ttl.sql" <<EOF
 INSERT INTO ins (doc) SELECT $DOC FROM (SELECT now() AS ts FROM generate_series(1, 10)) g;
 EOF
 cat >"$WORK/ins_plain.sql" <<EOF
 INSERT INTO ins (created_at, doc) SELECT ts, $DOC FROM (SELECT now() AS ts FROM generate_series(1, 10)) g;
 EOF
+cat >"$WORK/steady_ttl.sql" <<EOF
+INSERT INTO ev (doc) SELECT $DOC FROM (SELECT now() AS ts FROM generate_series(1, 100)) g;
+EOF
+cat >"$WORK/steady_plain.sql" <<EOF
+INSERT INTO ev (created_at, doc) SELECT ts, $DOC FROM (SELECT now() AS ts FROM generate_series(1, 100)) g;
+EOF
+ttl_rows="SELECT bench_g, CASE WHEN bench_g % 2 = 0 AND bench_g / 2 <= $((ROWS / 2)) THEN now() - interval '2 days' + bench_g * interval '1 ms'
+                                  ELSE now() + bench_g * interval '1 ms' END AS ts FROM generate_series(1, $ROWS) bench_g"
+exp=$((ROWS / 2))
+rps() { awk -v ms="$1" -v n="$exp" 'BEGIN {printf "%.0f", n * 1000 / ms}'; }
+bpr() { awk -v b="$1" -v n="$exp" 'BEGIN {printf "%.1f", b / n}'; }
+# MB_ONLY="5" (or "1 3"…): only those sections
+want() { [ -z "${MB_ONLY:-}" ] || [[ " $MB_ONLY " == *" $1 "* ]]; }
+declare -A DRAIN_MS DRAIN_WAL
+
+######## 1. inserts
+if want 1; then
+echo "== 1. inserts: pgbench -n -c 2 -j 2 -T $INS_T (x2 rounds, alternating), 10 documents a transaction, synchronous_commit off"
+for d in rust managed plain; do make_table "$d" ins "$TTL seconds"; done
 declare -A TPS=([rust]=0 [managed]=0 [plain]=0)
 for round in 1 2; do
   for d in managed rust plain; do
@@ -181,12 +200,12 @@ row "insert tps, Rust edition's TTL index" "${TPS[rust]}" "${TPS[plain]}" "$(rat
 row "insert tps, SQL edition / Rust edition" "${TPS[managed]}" "${TPS[rust]}" "$(ratio "${TPS[managed]}" "${TPS[rust]}")" \
   "$(printf "$TTL_INDEX_RUST" ins "$TTL seconds")"
 for d in rust managed plain; do in_db "$d" -c "DROP TABLE ins"; done
+fi
 
 ######## 2. the purge (its table also times the parser)
+if want 2; then
 echo
 echo "== 2. the purge: $ROWS rows, $((ROWS / 2)) expired (every other one), brake off"
-ttl_rows="SELECT bench_g, CASE WHEN bench_g % 2 = 0 AND bench_g / 2 <= $((ROWS / 2)) THEN now() - interval '2 days' + bench_g * interval '1 ms'
-                                  ELSE now() + bench_g * interval '1 ms' END AS ts FROM generate_series(1, $ROWS) bench_g"
 for d in rust managed plain; do
   in_db "$d" -c "CREATE TABLE pt (id bigserial PRIMARY KEY, doc jsonb NOT NULL) WITH (autovacuum_enabled = false)" \
              -c "INSERT INTO pt (doc) SELECT $DOC FROM ($ttl_rows) g"
@@ -250,14 +269,10 @@ drain() {  # drain DB: empties pt of its expired rows; prints ms and WAL bytes
   [ "$left" = 0 ] || echo "bench/managed.sh: $d: $left expired rows left after the drain" >&2
   echo "$(in_db "$d" -c "SELECT round(extract(epoch FROM last_batch - first_batch) * 1000) FROM bench_clock WHERE tbl = 'pt'") $(in_db "$d" -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")"
 }
-declare -A DRAIN_MS DRAIN_WAL
 for d in managed rust plain; do
   read -r DRAIN_MS[$d] DRAIN_WAL[$d] < <(drain "$d")
   echo "  $d: ${DRAIN_MS[$d]} ms, ${DRAIN_WAL[$d]} WAL bytes"
 done
-exp=$((ROWS / 2))
-rps() { awk -v ms="$1" -v n="$exp" 'BEGIN {printf "%.0f", n * 1000 / ms}'; }
-bpr() { awk -v b="$1" -v n="$exp" 'BEGIN {printf "%.1f", b / n}'; }
 PLAIN_DELETE="DELETE FROM pt WHERE (doc->>'at')::timestamptz < now() - interval '1 hour'"
 echo "  (the SQL edition's statistics: $(in_db managed -c "SELECT format('%s run(s), %s row(s) deleted', sum(runs), sum(rows_deleted)) FROM jsonb_ttl.ttl_stats"))"
 for d in managed rust; do
@@ -268,16 +283,12 @@ done
 row "purge rows/s, SQL edition / Rust edition" "$(rps "${DRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[rust]}")" \
   "$(ratio "$(rps "${DRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[rust]}")")" "the Rust worker, as above"
 for d in rust managed plain; do in_db "$d" -c "DROP TABLE pt"; done
+fi
 
 ######## 3. the steady state
+if want 3; then
 echo
 echo "== 3. steady state: $RATE rows/s, TTL $TTL s (~$((RATE * TTL)) live rows), warm-up $WARMUP s, window $WINDOW s, deleting every 10 s"
-cat >"$WORK/steady_ttl.sql" <<EOF
-INSERT INTO ev (doc) SELECT $DOC FROM (SELECT now() AS ts FROM generate_series(1, 100)) g;
-EOF
-cat >"$WORK/steady_plain.sql" <<EOF
-INSERT INTO ev (created_at, doc) SELECT ts, $DOC FROM (SELECT now() AS ts FROM generate_series(1, 100)) g;
-EOF
 PLAIN_STEADY="DELETE FROM ev WHERE (doc->>'at')::timestamptz < now() - interval '$TTL seconds'"
 declare -A S_P99 S_MAX S_SIZE S_WAL S_CPU
 steady() {
@@ -350,8 +361,10 @@ done
 
 row "steady, deleting CPU, SQL edition / Rust edition (s/min)" "${S_CPU[managed]}" "${S_CPU[rust]}" "$(ratio "${S_CPU[managed]}" "${S_CPU[rust]}")" \
   "the Rust worker, as above"
+fi
 
 ######## 4. a timestamptz column: the SQL edition without its parser, against the same btree
+if want 4; then
 echo
 echo "== 4. a timestamptz column: the SQL edition's TTL index on created_at against a btree on it (no parser on either side)"
 TTL_INDEX_COLUMN="SELECT jsonb_ttl.ttl_index_create('%s', 'created_at', interval '%s')"
@@ -404,25 +417,31 @@ done
 row "column: purge rows/s, CALL jsonb_ttl.ttl_purge() until none left" "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${CDRAIN_MS[plain]}")" \
   "$(ratio "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${CDRAIN_MS[plain]}")")" "$PLAIN_COLUMN_DELETE (one statement, its btree)"
 row "column: purge WAL bytes/row" "$(bpr "${CDRAIN_WAL[managed]}")" "$(bpr "${CDRAIN_WAL[plain]}")" "$(ratio "${CDRAIN_WAL[managed]}" "${CDRAIN_WAL[plain]}")" "(the same)"
-row "purge rows/s, SQL edition: a timestamptz column / a JSON date" "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[managed]}")" \
+[ -z "${DRAIN_MS[managed]:-}" ] || row "purge rows/s, SQL edition: a timestamptz column / a JSON date" "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[managed]}")" \
   "$(ratio "$(rps "${CDRAIN_MS[managed]}")" "$(rps "${DRAIN_MS[managed]}")")" "ttl_purge() on the JSON date, section 2"
+fi
 
 ######## 5. the steady state with pg_cron itself deleting, every minute (1.4's finest schedule)
+if want 5; then
 echo
 echo "== 5. steady state, pg_cron calling each side every minute: $RATE rows/s, TTL $TTL s, warm-up $WARMUP s, window $CRON_WINDOW s"
 in_db postgres -c "CREATE EXTENSION IF NOT EXISTS pg_cron" >/dev/null
 PLAIN_CRON="DELETE FROM ev WHERE (doc->>'at')::timestamptz < now() - interval '$TTL seconds'"
-MANAGED_CRON="CALL jsonb_ttl.ttl_purge()"
+# ttl_purge() as the README schedules it, and with a per-run limit above the rows a minute
+# expires (2,000/s: 120,000 > max_table_removes' default 100,000)
+declare -A CRON_CMD=([managed]="CALL jsonb_ttl.ttl_purge()"
+                     [managed_1m]="CALL jsonb_ttl.ttl_purge(max_table_removes => 1000000)"
+                     [plain]="$PLAIN_CRON")
 declare -A C_P99 C_MAX C_SIZE C_WAL C_BUSY C_RUNS
-steady_cron() {  # steady_cron DB: the load of section 3, the deleting by a pg_cron job
-  local d=$1 f=$WORK/steady_ttl.sql cmd=$MANAGED_CRON cols="doc" sel="$DOC"
-  [ "$d" = plain ] && { f=$WORK/steady_plain.sql; cmd=$PLAIN_CRON; cols="created_at, doc"; sel="ts, $DOC"; }
+steady_cron() {  # steady_cron SIDE: the load of section 3, the deleting by a pg_cron job of CRON_CMD[SIDE]
+  local side=$1 d=${1%_1m} f=$WORK/steady_ttl.sql cmd=${CRON_CMD[$1]} cols="doc" sel="$DOC"
+  [ "$d" = plain ] && { f=$WORK/steady_plain.sql; cols="created_at, doc"; sel="ts, $DOC"; }
   rm -f "$WORK/stop"
   make_table "$d" ev "$TTL seconds"
   in_db "$d" -c "INSERT INTO ev ($cols) SELECT $sel FROM (SELECT now() - interval '$TTL seconds' + g * interval '1 second' / $RATE AS ts
                                                         FROM generate_series(1, $((RATE * TTL))) g) s" -c "VACUUM ANALYZE ev"
   local job
-  job=$(in_db postgres -c "SELECT cron.schedule_in_database('mb_$d', '* * * * *', \$\$$cmd\$\$, '$d')")
+  job=$(in_db postgres -c "SELECT cron.schedule_in_database('mb_$side', '* * * * *', \$\$$cmd\$\$, '$d')")
   in_db "$d" -c "CHECKPOINT"
   pgbench -n -f "$f" -c 2 -j 2 --rate $((RATE / 100)) -T $((WARMUP + CRON_WINDOW + 3)) "$d" >"$WORK/insert.out" 2>&1 &
   local load_pid=$!
@@ -440,29 +459,32 @@ steady_cron() {  # steady_cron DB: the load of section 3, the deleting by a pg_c
   lsn1=$(in_db "$d" -c "SELECT pg_current_wal_lsn()")
   t1=$(date +%s.%N)
   touch "$WORK/stop"; wait "$sampler" || true
-  C_SIZE[$d]=$(in_db "$d" -c "SELECT round(pg_total_relation_size('ev') / 1048576.0, 1)")
+  C_SIZE[$side]=$(in_db "$d" -c "SELECT round(pg_total_relation_size('ev') / 1048576.0, 1)")
   wait "$load_pid" || true
-  in_db postgres -c "SELECT cron.unschedule('mb_$d')" >/dev/null
+  in_db postgres -c "SELECT cron.unschedule('mb_$side')" >/dev/null
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
-  read -r C_P99[$d] C_MAX[$d] < <(sort -g "$WORK/samples" | awk '{a[NR] = $1} END {i = int(NR * 0.99); if (i < 1) i = 1; printf "%.1f %.1f\n", a[i], a[NR]}')
-  C_WAL[$d]=$(awk -v w="$(in_db "$d" -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")" -v s="$secs" 'BEGIN {printf "%.1f", w * 60 / s / 1048576}')
+  read -r C_P99[$side] C_MAX[$side] < <(sort -g "$WORK/samples" | awk '{a[NR] = $1} END {i = int(NR * 0.99); if (i < 1) i = 1; printf "%.1f %.1f\n", a[i], a[NR]}')
+  C_WAL[$side]=$(awk -v w="$(in_db "$d" -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")" -v s="$secs" 'BEGIN {printf "%.1f", w * 60 / s / 1048576}')
   # the jobs' own time, as pg_cron records each run (the runs that started in the window)
-  read -r C_RUNS[$d] C_BUSY[$d] < <(in_db postgres -F ' ' -c "SELECT count(*), round((coalesce(sum(extract(epoch FROM d.end_time - d.start_time)), 0) * 60 / $secs)::numeric, 2)
+  read -r C_RUNS[$side] C_BUSY[$side] < <(in_db postgres -F ' ' -c "SELECT count(*), round((coalesce(sum(extract(epoch FROM d.end_time - d.start_time)), 0) * 60 / $secs)::numeric, 2)
                                                     FROM cron.job_run_details d
                                                     WHERE d.jobid = $job AND d.start_time >= '$started' AND d.status = 'succeeded'")
   local failed
   failed=$(in_db postgres -c "SELECT count(*) FROM cron.job_run_details d WHERE d.jobid = $job AND d.status <> 'succeeded'")
-  [ "$failed" = 0 ] || echo "bench/managed.sh: $d: $failed pg_cron run(s) did not succeed" >&2
-  echo "  $d: age p99 ${C_P99[$d]} s, max ${C_MAX[$d]} s, ${C_SIZE[$d]} MiB, WAL ${C_WAL[$d]} MiB/min, ${C_RUNS[$d]} runs taking ${C_BUSY[$d]} s/min, $(wc -l <"$WORK/samples") samples"
+  [ "$failed" = 0 ] || echo "bench/managed.sh: $side: $failed pg_cron run(s) did not succeed" >&2
+  echo "  $side ($cmd): age p99 ${C_P99[$side]} s, max ${C_MAX[$side]} s, ${C_SIZE[$side]} MiB, WAL ${C_WAL[$side]} MiB/min, ${C_RUNS[$side]} runs taking ${C_BUSY[$side]} s/min, $(wc -l <"$WORK/samples") samples"
   in_db "$d" -c "DROP TABLE ev"
 }
-for d in managed plain; do steady_cron "$d"; done
-row "cron, $MANAGED_CRON every minute: age p99 (s)" "${C_P99[managed]}" "${C_P99[plain]}" "$(ratio "${C_P99[managed]}" "${C_P99[plain]}")" \
-  "cron.schedule_in_database(…, '* * * * *', '$PLAIN_CRON', …)"
-row "  age max (s)" "${C_MAX[managed]}" "${C_MAX[plain]}" "$(ratio "${C_MAX[managed]}" "${C_MAX[plain]}")" "(the same)"
-row "  table + indexes at the end (MiB)" "${C_SIZE[managed]}" "${C_SIZE[plain]}" "$(ratio "${C_SIZE[managed]}" "${C_SIZE[plain]}")" "(the same; its index: btree on created_at)"
-row "  WAL (MiB/min, whole server)" "${C_WAL[managed]}" "${C_WAL[plain]}" "$(ratio "${C_WAL[managed]}" "${C_WAL[plain]}")" "(the same)"
-row "  the job's runs, wall time (s/min, cron.job_run_details)" "${C_BUSY[managed]}" "${C_BUSY[plain]}" "$(ratio "${C_BUSY[managed]}" "${C_BUSY[plain]}")" "(the same)"
+for side in managed managed_1m plain; do steady_cron "$side"; done
+for side in managed managed_1m; do
+  row "cron, ${CRON_CMD[$side]} every minute: age p99 (s)" "${C_P99[$side]}" "${C_P99[plain]}" "$(ratio "${C_P99[$side]}" "${C_P99[plain]}")" \
+    "cron.schedule_in_database(…, '* * * * *', '$PLAIN_CRON', …)"
+  row "  age max (s)" "${C_MAX[$side]}" "${C_MAX[plain]}" "$(ratio "${C_MAX[$side]}" "${C_MAX[plain]}")" "(the same)"
+  row "  table + indexes at the end (MiB)" "${C_SIZE[$side]}" "${C_SIZE[plain]}" "$(ratio "${C_SIZE[$side]}" "${C_SIZE[plain]}")" "(the same; its index: btree on created_at)"
+  row "  WAL (MiB/min, whole server)" "${C_WAL[$side]}" "${C_WAL[plain]}" "$(ratio "${C_WAL[$side]}" "${C_WAL[plain]}")" "(the same)"
+  row "  the job's runs, wall time (s/min, cron.job_run_details)" "${C_BUSY[$side]}" "${C_BUSY[plain]}" "$(ratio "${C_BUSY[$side]}" "${C_BUSY[plain]}")" "(the same)"
+done
+fi
 
 echo
 echo "== summary ($(date -u +%Y-%m-%dT%H:%MZ); load average at the end: $(load))"
