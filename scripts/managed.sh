@@ -519,7 +519,7 @@ setup_pg_source() {  # setup_pg_source MAJOR: prints its bindir
 }
 
 # On PostgreSQL MAJOR (16, 17, 18): the conformance test, the Rust edition's golden files, both
-# forms and their cluster tests, without pg_cron (nothing packages it for them here).
+# forms and their cluster tests and restores, without pg_cron (nothing packages it for them here).
 test_major() {
   local major=$1 db=managed bindir cases=$OUT/conformance.tsv
   case "$major" in
@@ -548,6 +548,7 @@ test_major() {
   golden api app_a $db
   golden purge app_a $db
   golden security app_b $db
+  test_restore $db
   stop_cluster
 }
 
