@@ -231,17 +231,24 @@ RETURNS oid
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT x.indexrelid
+    SELECT coalesce(
+        -- the common case, one shape read: the OID recorded, its index of the shape recorded
+        (SELECT x.indexrelid FROM pg_catalog.pg_index x
+         WHERE x.indexrelid OPERATOR(pg_catalog.=) r.oid AND x.indrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+           AND jsonb_ttl_internal._ttl_index_shape(x.indexrelid) OPERATOR(pg_catalog.=) r.shape),
+        (SELECT s.id
+         FROM (SELECT x.indexrelid AS id, c.relname, jsonb_ttl_internal._ttl_index_shape(x.indexrelid) AS shape
+               FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) x.indexrelid
+               WHERE x.indrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
+               OFFSET 0) s  -- (each index's shape read once)
+         WHERE s.shape OPERATOR(pg_catalog.=) r.shape
+            OR (s.id OPERATOR(pg_catalog.=) r.oid AND s.relname OPERATOR(pg_catalog.=) r.name)
+         ORDER BY s.shape IS NOT DISTINCT FROM r.shape DESC, s.id IS NOT DISTINCT FROM r.oid DESC,
+                  s.relname IS NOT DISTINCT FROM r.name DESC, s.id
+         LIMIT 1))
     FROM (SELECT CASE part WHEN 'row_ttl' THEN t.row_ttl_index_oid ELSE t.index_oid END AS oid,
                  CASE part WHEN 'row_ttl' THEN t.row_ttl_index_shape ELSE t.index_shape END AS shape,
                  CASE part WHEN 'row_ttl' THEN t.row_ttl_index_name ELSE t.index_name END AS name) r
-    JOIN pg_catalog.pg_index x ON x.indrelid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid
-    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) x.indexrelid
-    WHERE jsonb_ttl_internal._ttl_index_shape(x.indexrelid) OPERATOR(pg_catalog.=) r.shape
-       OR (x.indexrelid OPERATOR(pg_catalog.=) r.oid AND c.relname OPERATOR(pg_catalog.=) r.name)
-    ORDER BY jsonb_ttl_internal._ttl_index_shape(x.indexrelid) IS NOT DISTINCT FROM r.shape DESC,
-             x.indexrelid IS NOT DISTINCT FROM r.oid DESC, c.relname IS NOT DISTINCT FROM r.name DESC, x.indexrelid
-    LIMIT 1
 $$;
 
 -- Every TTL index of the database, as the Rust edition's view shows it.

@@ -220,7 +220,8 @@ BEGIN
 END
 $$;
 
--- The TTL indexes a run of the caller visits, least recently visited first; and the ones of
+-- The TTL indexes a run of the caller visits, least recently visited first (those with a
+-- max_removes_per_second of their own last, whose waits would hold up the others); and the ones of
 -- tables that are gone, deleted (no event trigger does it on a managed service). Their indexes'
 -- OIDs, shapes and names recorded again where they changed: the shape of the same index
 -- (pg_upgrade keeps OIDs and names, a new major writes other node trees), or another index with
@@ -235,28 +236,31 @@ BEGIN
     DELETE FROM jsonb_ttl_internal.ttl_index t
     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.table_oid::pg_catalog.oid);
     -- (rows another transaction holds are left for the next run: no wait here)
-    WITH found AS (
-        SELECT t.table_oid, jsonb_ttl_internal._ttl_index_of(t, 'expire_after') AS i,
-               jsonb_ttl_internal._ttl_index_of(t, 'row_ttl') AS r
-        FROM jsonb_ttl_internal.ttl_index t
+    WITH found AS MATERIALIZED (  -- (each shape read once)
+        SELECT t.table_oid, f.i, f.r, jsonb_ttl_internal._ttl_index_shape(f.i) AS i_shape,
+               jsonb_ttl_internal._ttl_index_shape(f.r) AS r_shape
+        FROM jsonb_ttl_internal.ttl_index t,
+             LATERAL (SELECT jsonb_ttl_internal._ttl_index_of(t, 'expire_after') AS i,
+                             jsonb_ttl_internal._ttl_index_of(t, 'row_ttl') AS r OFFSET 0) f
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)),
     moved AS (
-        SELECT t.table_oid, f.i, f.r FROM jsonb_ttl_internal.ttl_index t
+        SELECT f.* FROM jsonb_ttl_internal.ttl_index t
         JOIN found f ON f.table_oid OPERATOR(pg_catalog.=) t.table_oid
         WHERE f.i IS NOT NULL
-          AND (f.i IS DISTINCT FROM t.index_oid OR jsonb_ttl_internal._ttl_index_shape(f.i) IS DISTINCT FROM t.index_shape
-               OR f.r IS DISTINCT FROM t.row_ttl_index_oid OR jsonb_ttl_internal._ttl_index_shape(f.r) IS DISTINCT FROM t.row_ttl_index_shape)
+          AND (f.i IS DISTINCT FROM t.index_oid OR f.i_shape IS DISTINCT FROM t.index_shape
+               OR f.r IS DISTINCT FROM t.row_ttl_index_oid OR f.r_shape IS DISTINCT FROM t.row_ttl_index_shape)
         FOR NO KEY UPDATE OF t SKIP LOCKED)
     UPDATE jsonb_ttl_internal.ttl_index t
-    SET index_oid = m.i, index_shape = jsonb_ttl_internal._ttl_index_shape(m.i),
+    SET index_oid = m.i, index_shape = m.i_shape,
         index_name = (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) m.i),
-        row_ttl_index_oid = m.r, row_ttl_index_shape = jsonb_ttl_internal._ttl_index_shape(m.r),
+        row_ttl_index_oid = m.r, row_ttl_index_shape = m.r_shape,
         row_ttl_index_name = (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) m.r)
     FROM moved m WHERE t.table_oid OPERATOR(pg_catalog.=) m.table_oid;
     RETURN ARRAY(
         SELECT t.table_oid FROM jsonb_ttl_internal.ttl_index t
         WHERE jsonb_ttl_internal._ttl_may_purge(t.table_oid::pg_catalog.oid)
-        ORDER BY (SELECT pg_catalog.min(s.last_run_at) FROM jsonb_ttl_internal.ttl_state s
+        ORDER BY t.max_removes_per_second IS NOT NULL,  -- paced ones last: their waits hold no other table
+                 (SELECT pg_catalog.min(s.last_run_at) FROM jsonb_ttl_internal.ttl_state s
                   WHERE s.table_oid OPERATOR(pg_catalog.=) t.table_oid) NULLS FIRST, t.table_oid);
 END
 $$;

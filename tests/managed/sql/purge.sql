@@ -118,6 +118,20 @@ SELECT count(*) AS paced_left, clock_timestamp() - :'paced_start'::timestamptz >
 SELECT max_removes_per_second FROM ttl_index_alter('paced', max_removes_per_second => 0);
 SELECT ttl_index_alter('paced', max_removes_per_second => -1);
 CALL ttl_purge(max_removes_per_second => -1);
+-- a TTL index's own rate holds up no other table: the run visits such tables last (quick,
+-- created after slow, before it), so a run of 1 s empties quick and takes about 10 rows of slow
+CREATE TABLE slow (id int, doc jsonb);
+SELECT max_removes_per_second FROM ttl_index_create('slow', 'at', 0, max_removes_per_second => 10);
+CREATE TABLE quick (id int, doc jsonb);
+SELECT max_removes_per_second FROM ttl_index_create('quick', 'at', 0);
+INSERT INTO slow SELECT i, jsonb_build_object('at', 1000 + i) FROM generate_series(1, 100) i;
+INSERT INTO quick SELECT i, jsonb_build_object('at', 1000 + i) FROM generate_series(1, 100) i;
+CALL ttl_purge(max_run_time => '1 second');
+SELECT (SELECT count(*) FROM quick) AS quick_left, (SELECT count(*) FROM slow) BETWEEN 80 AND 99 AS slow_paced,
+       (SELECT limit_reached FROM ttl_stats WHERE table_name = 'slow'::regclass) AS slow_limit_reached,
+       (SELECT last_run_at FROM ttl_stats WHERE table_name = 'quick'::regclass)
+       < (SELECT last_run_at FROM ttl_stats WHERE table_name = 'slow'::regclass) AS quick_visited_first;
+DROP TABLE slow, quick;
 
 -- delete_window: ttl_purge() deletes only inside it, the time of day in the index's time zone
 -- (UTC without one); ttl_expire_now() with no table leaves the table too, a named one is purged
