@@ -16,6 +16,12 @@ WITH changed AS (UPDATE jsonb_ttl_internal.ttl_index SET expire_after = '0', pau
 SELECT count(*) AS definitions_changed FROM changed;
 WITH gone AS (DELETE FROM jsonb_ttl_internal.ttl_index RETURNING 1)
 SELECT count(*) AS definitions_deleted FROM gone;
+-- nor the index a TTL index is (so that its owner's ttl_index_drop would drop another of its
+-- indexes), nor the file its rows set aside are in
+WITH changed AS (UPDATE jsonb_ttl_internal.ttl_index SET index_oid = 0, index_shape = 'btree', index_name = 'logs_pkey' RETURNING 1)
+SELECT count(*) AS identities_changed FROM changed;
+WITH changed AS (UPDATE jsonb_ttl_internal.ttl_state SET set_aside = '{"(0,1)"}', set_aside_file = 0 RETURNING 1)
+SELECT count(*) AS set_asides_changed FROM changed;
 WITH changed AS (UPDATE jsonb_ttl_internal.ttl_state SET rows_deleted = 0 RETURNING 1)
 SELECT count(*) AS statistics_changed FROM changed;
 SELECT count(*) AS statistics_seen FROM jsonb_ttl_internal.ttl_state;
